@@ -1,0 +1,158 @@
+// Package config reads the service configuration from the environment, as
+// listed in the API contract (../shared/api/README.md). A missing or invalid
+// setting is reported in one line that names the variable.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Config is every setting of the ticketing binary.
+type Config struct {
+	HTTPAddr          string
+	DatabaseURL       string
+	RedisURL          string
+	SearchBackend     string
+	SearchDir         string
+	ElasticsearchURL  string
+	JWTIssuer         string
+	JWTAudience       string
+	JWTHS256Secret    string
+	JWTPublicKeyFile  string
+	JWTJWKSURL        string
+	QueueSigningKey   string
+	TicketSigningKey  string
+	PaymentsProvider  string
+	PaymentsBaseURL   string
+	PaymentsSecret    string
+	PublicBaseURL     string
+	PaysimAddr        string
+	PaysimDatabaseURL string
+	// AllowedOrigins is the Origin allow-list of WebSocket and SSE clients
+	// (ALLOWED_ORIGINS, comma separated); empty means same host plus
+	// PUBLIC_BASE_URL.
+	AllowedOrigins []string
+	// Dev is true when keys were generated at start (development mode).
+	GeneratedKeys []string
+}
+
+// Load reads the configuration through getenv and validates it.
+func Load(getenv func(string) string) (Config, error) {
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		HTTPAddr:         get("HTTP_ADDR", ":8080"),
+		DatabaseURL:      get("DATABASE_URL", "postgres:///ticketing?host=/var/run/postgresql"),
+		RedisURL:         get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		SearchBackend:    get("SEARCH_BACKEND", "embedded"),
+		SearchDir:        get("SEARCH_DIR", "./data/search"),
+		ElasticsearchURL: get("ELASTICSEARCH_URL", ""),
+		JWTIssuer:        get("JWT_ISSUER", "ticketing-dev"),
+		JWTAudience:      get("JWT_AUDIENCE", "ticketing"),
+		JWTHS256Secret:   get("JWT_HS256_SECRET", ""),
+		JWTPublicKeyFile: get("JWT_PUBLIC_KEY_FILE", ""),
+		JWTJWKSURL:       get("JWT_JWKS_URL", ""),
+		QueueSigningKey:  get("QUEUE_SIGNING_KEY", ""),
+		TicketSigningKey: get("TICKET_SIGNING_KEY", ""),
+		PaymentsProvider: get("PAYMENTS_PROVIDER", "sandbox"),
+		PaymentsBaseURL:  get("PAYMENTS_BASE_URL", "http://127.0.0.1:8090"),
+		PaymentsSecret:   get("PAYMENTS_WEBHOOK_SECRET", "whsec_dev"),
+		PublicBaseURL:    get("PUBLIC_BASE_URL", "http://127.0.0.1:8080"),
+		PaysimAddr:       get("PAYSIM_ADDR", ":8090"),
+	}
+	c.PaysimDatabaseURL = get("PAYSIM_DATABASE_URL", c.DatabaseURL)
+	if o := get("ALLOWED_ORIGINS", ""); o != "" {
+		for _, s := range strings.Split(o, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.AllowedOrigins = append(c.AllowedOrigins, s)
+			}
+		}
+	}
+	if c.QueueSigningKey == "" {
+		c.QueueSigningKey = randomKey()
+		c.GeneratedKeys = append(c.GeneratedKeys, "QUEUE_SIGNING_KEY")
+	}
+	if c.TicketSigningKey == "" {
+		c.TicketSigningKey = randomKey()
+		c.GeneratedKeys = append(c.GeneratedKeys, "TICKET_SIGNING_KEY")
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	urls := []struct{ name, val string }{
+		{"DATABASE_URL", c.DatabaseURL},
+		{"PAYSIM_DATABASE_URL", c.PaysimDatabaseURL},
+		{"PAYMENTS_BASE_URL", c.PaymentsBaseURL},
+		{"PUBLIC_BASE_URL", c.PublicBaseURL},
+	}
+	for _, u := range urls {
+		if err := checkURL(u.val); err != nil {
+			return fmt.Errorf("config: %s: %v", u.name, err)
+		}
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		return fmt.Errorf("config: REDIS_URL: want redis://host:port/db, got %q", c.RedisURL)
+	}
+	switch c.SearchBackend {
+	case "embedded":
+	case "elasticsearch":
+		if err := checkURL(c.ElasticsearchURL); err != nil {
+			return fmt.Errorf("config: ELASTICSEARCH_URL: required with SEARCH_BACKEND=elasticsearch: %v", err)
+		}
+	default:
+		return fmt.Errorf("config: SEARCH_BACKEND: want embedded or elasticsearch, got %q", c.SearchBackend)
+	}
+	switch c.PaymentsProvider {
+	case "sandbox", "stripe":
+	default:
+		return fmt.Errorf("config: PAYMENTS_PROVIDER: want sandbox or stripe, got %q", c.PaymentsProvider)
+	}
+	if c.JWTIssuer == "" {
+		return fmt.Errorf("config: JWT_ISSUER: must not be empty")
+	}
+	if c.JWTAudience == "" {
+		return fmt.Errorf("config: JWT_AUDIENCE: must not be empty")
+	}
+	if c.JWTHS256Secret != "" && len(c.JWTHS256Secret) < 16 {
+		return fmt.Errorf("config: JWT_HS256_SECRET: must be at least 16 bytes")
+	}
+	if len(c.QueueSigningKey) < 16 {
+		return fmt.Errorf("config: QUEUE_SIGNING_KEY: must be at least 16 bytes")
+	}
+	if len(c.TicketSigningKey) < 16 {
+		return fmt.Errorf("config: TICKET_SIGNING_KEY: must be at least 16 bytes")
+	}
+	if c.PaymentsSecret == "" {
+		return fmt.Errorf("config: PAYMENTS_WEBHOOK_SECRET: must not be empty")
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	if s == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	if u.Scheme == "" {
+		return fmt.Errorf("not a URL (no scheme): %q", s)
+	}
+	return nil
+}
+
+func randomKey() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,129 @@
+// Command ticketing is the whole product in one binary: the API server, the
+// sandbox payment provider, migrations, demo data and operational tools.
+// See README.md and ../shared/api/README.md for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var exit exitCode
+		if errors.As(err, &exit) {
+			os.Exit(int(exit))
+		}
+		fmt.Fprintln(os.Stderr, "ticketing:", err)
+		os.Exit(1)
+	}
+}
+
+// exitCode ends the process with that status and no further message.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+const usage = `usage: ticketing <command> [flags]
+
+commands:
+  serve     API, web app and background workers (--workers=false for API only)
+  migrate   apply the database migrations
+  seed      load data: --demo for the demo catalog, --events N for a large one
+  token     print a development token: --sub USER [--roles admin] [--ttl 1h]
+  paysim    run the sandbox payment provider on PAYSIM_ADDR
+  reindex   rebuild the search projection from Postgres
+  audit     explain every seat and payment of an event: --event ID
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitCode(2)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, args, getenv, log)
+	case "migrate":
+		return cmdMigrate(ctx, getenv, log)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usage)
+		return exitCode(2)
+	}
+}
+
+func loadConfig(getenv func(string) string) (config.Config, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func cmdMigrate(ctx context.Context, getenv func(string) string, log *slog.Logger) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	a.Close()
+	return nil
+}
+
+func cmdServe(ctx context.Context, args []string, getenv func(string) string, log *slog.Logger) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	workers := fs.Bool("workers", true, "run the background workers (relay, sweeper, reconciler)")
+	if err := fs.Parse(args); err != nil {
+		return exitCode(2)
+	}
+	_ = workers
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	srv := &http.Server{
+		Addr:              cfg.HTTPAddr,
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("listening", "addr", cfg.HTTPAddr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}

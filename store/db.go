@@ -1,0 +1,96 @@
+// Package store is the Postgres data layer (pgx/v5). It owns every SQL
+// statement of the product and maps driver errors to the sentinels below, so
+// that domain packages never see a pgconn error.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNotFound reports that a row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ConflictError reports a violated unique or exclusion constraint.
+type ConflictError struct {
+	Constraint string
+	Err        error
+}
+
+func (e *ConflictError) Error() string { return "conflict on " + e.Constraint }
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// ErrConflict matches any *ConflictError with errors.Is.
+var ErrConflict = errors.New("conflict")
+
+// Is lets errors.Is(err, ErrConflict) match a *ConflictError.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// DBTX is what both *pgxpool.Pool and pgx.Tx offer.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error)
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Store runs queries on a pool, or on one transaction when made by InTx.
+type Store struct {
+	db   DBTX
+	pool *pgxpool.Pool
+}
+
+// New returns a store over the pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{db: pool, pool: pool} }
+
+// Pool returns the underlying pool (for LISTEN and health checks).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// InTx runs fn in a transaction with a copy of the store bound to it. Inside
+// a transaction it opens a savepoint. fn must not keep the store after it
+// returns, and must not share it between goroutines: a pgx connection is not
+// safe for concurrent use.
+func (s *Store) InTx(ctx context.Context, fn func(*Store) error) error {
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		return fn(&Store{db: tx, pool: s.pool})
+	})
+}
+
+// Exec runs a statement on the store's connection (for tests and tools).
+func (s *Store) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := s.db.Exec(ctx, sql, args...)
+	return mapErr(err)
+}
+
+// mapErr turns driver errors into the package's sentinels.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505", "23P01":
+			return &ConflictError{Constraint: pgErr.ConstraintName, Err: err}
+		}
+	}
+	return err
+}
+
+// wrap names the failing operation and maps the error.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", op, mapErr(err))
+}
