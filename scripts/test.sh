@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: makes sure Postgres and Redis are running
+# (installing them from Debian's packages when absent), checks formatting,
+# vet and generated code, then runs every Go test with the race detector
+# against the real servers, and the browser tests when the web app exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+
+ensure_go
+ensure_postgres
+ensure_redis
+
+export TEST_DATABASE_URL=${TEST_DATABASE_URL:-"postgres:///postgres?host=$PG_SOCKET_DIR&user=$PG_USER"}
+export TEST_REDIS_URL=${TEST_REDIS_URL:-"redis://127.0.0.1:6379/15"}
+
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './web/*'))
+[ -z "$unformatted" ] || die "not gofmt-formatted: $unformatted"
+
+log "go vet"
+go vet ./...
+
+if [ -x scripts/check-generated.sh ]; then
+	log "generated code is up to date"
+	scripts/check-generated.sh
+fi
+
+if [ -f web/package.json ]; then
+	log "building the web app"
+	(cd web && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build)
+fi
+
+log "go test -race ./..."
+go test -race -count=1 -timeout 15m ./... 2>&1 | tee /tmp/ticketing-go-test.log
+status=${PIPESTATUS[0]}
+[ "$status" = 0 ] || die "go test failed"
+
+if [ -x e2e/run.sh ]; then
+	log "browser tests"
+	e2e/run.sh
+fi
+log "all tests passed"
