@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ticketing/ticketing/paysim"
+)
+
+// cmdPaysim runs the sandbox payment provider: its HTTP API on PAYSIM_ADDR
+// and its webhook delivery worker, with state in the paysim schema of
+// PAYSIM_DATABASE_URL. It stops gracefully when ctx ends.
+func cmdPaysim(ctx context.Context, getenv func(string) string, log *slog.Logger) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, cfg.PaysimDatabaseURL)
+	if err != nil {
+		return fmt.Errorf("PAYSIM_DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = pool.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("paysim: postgres: %w", err)
+	}
+	if err := paysim.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	sim := paysim.New(pool, paysim.Options{
+		WebhookSecret: cfg.PaymentsSecret,
+		PublicBaseURL: cfg.PublicBaseURL,
+		Log:           log,
+	})
+	srv := &http.Server{
+		Addr:              cfg.PaysimAddr,
+		Handler:           sim.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = sim.Run(workCtx)
+	}()
+	defer func() {
+		stopWork()
+		wg.Wait()
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("paysim listening", "addr", cfg.PaysimAddr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("paysim shutting down")
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		// e.g. a create_timeout request still hanging: cut it.
+		_ = srv.Close()
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package paysim
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// SignatureHeader carries a notification's signature.
+const SignatureHeader = "Paysim-Signature"
+
+// sign returns the Paysim-Signature value of body at t:
+// "t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">".
+func sign(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts))
+	m.Write([]byte("."))
+	m.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Run is the background worker: it settles auto_outcome payments when due
+// and delivers notifications from the outbox, until ctx ends. Several
+// instances may run on one database; rows are claimed with FOR UPDATE SKIP
+// LOCKED, and a claimed delivery is leased (its next attempt pushed past
+// the attempt's timeout), so an instance that dies mid-attempt only delays it.
+func (s *Server) Run(ctx context.Context) error {
+	t := time.NewTicker(s.opt.PollInterval)
+	defer t.Stop()
+	for {
+		s.tick(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+const batchSize = 20
+
+func (s *Server) tick(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := s.settleDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("paysim: auto settle", "err", err)
+		}
+		if err != nil || n < batchSize {
+			break
+		}
+	}
+	for ctx.Err() == nil {
+		n, err := s.deliverDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("paysim: deliver", "err", err)
+		}
+		if err != nil || n == 0 {
+			break
+		}
+	}
+}
+
+// settleDue settles the pending payments whose auto_outcome is due.
+func (s *Server) settleDue(ctx context.Context) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `SELECT id, auto_outcome FROM paysim.payments
+		WHERE status = 'pending' AND settle_at <= now()
+		ORDER BY settle_at LIMIT $1 FOR UPDATE SKIP LOCKED`, batchSize)
+	if err != nil {
+		return 0, err
+	}
+	type due struct{ id, outcome string }
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.outcome); err != nil {
+			return 0, err
+		}
+		list = append(list, d)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, d := range list {
+		if _, _, err := s.settleTx(ctx, tx, d.id, d.outcome); err != nil {
+			return 0, err
+		}
+	}
+	return len(list), tx.Commit(ctx)
+}
+
+type delivery struct {
+	id       int64
+	url      string
+	attempts int
+	eventID  string
+	body     []byte
+	dueAt    time.Time
+}
+
+// deliverDue claims due deliveries, attempts them in due order and records
+// the results. It returns how many it claimed.
+func (s *Server) deliverDue(ctx context.Context) (int, error) {
+	lease := (s.opt.DeliveryTimeout + 5*time.Second).Milliseconds()
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT id, next_attempt_at FROM paysim.deliveries
+			WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
+			ORDER BY next_attempt_at, id LIMIT $2
+			FOR UPDATE SKIP LOCKED)
+		UPDATE paysim.deliveries d
+		SET attempts = d.attempts + 1, next_attempt_at = now() + $1 * interval '1 millisecond'
+		FROM due, paysim.events e
+		WHERE d.id = due.id AND e.id = d.event_id
+		RETURNING d.id, d.url, d.attempts, e.id, e.body, due.next_attempt_at`, lease, batchSize)
+	if err != nil {
+		return 0, err
+	}
+	var list []delivery
+	for rows.Next() {
+		var d delivery
+		if err := rows.Scan(&d.id, &d.url, &d.attempts, &d.eventID, &d.body, &d.dueAt); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		list = append(list, d)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if !list[i].dueAt.Equal(list[j].dueAt) {
+			return list[i].dueAt.Before(list[j].dueAt)
+		}
+		return list[i].id < list[j].id
+	})
+	for _, d := range list {
+		if ctx.Err() != nil {
+			break // the lease runs out and another attempt follows
+		}
+		status, err := s.attempt(ctx, d)
+		if err := s.record(context.WithoutCancel(ctx), d, status, err); err != nil {
+			return len(list), err
+		}
+	}
+	return len(list), nil
+}
+
+// attempt POSTs one copy of an event, freshly signed.
+func (s *Server) attempt(ctx context.Context, d delivery) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.DeliveryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "paysim/1.0")
+	req.Header.Set(SignatureHeader, sign(s.opt.WebhookSecret, time.Now(), d.body))
+	req.Header.Set("Paysim-Delivery-Attempt", strconv.Itoa(d.attempts))
+	resp, err := s.opt.HTTPClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return resp.StatusCode, nil
+}
+
+// record stores an attempt's result: delivered, retried later with
+// backoff, or given up after MaxAttempts or MaxAge.
+func (s *Server) record(ctx context.Context, d delivery, status int, err error) error {
+	var st *int
+	if status != 0 {
+		st = &status
+	}
+	if err == nil {
+		_, err := s.pool.Exec(ctx, `UPDATE paysim.deliveries
+			SET delivered_at = now(), last_status = $2, last_error = '' WHERE id = $1`, d.id, st)
+		return err
+	}
+	s.log.Info("paysim: webhook delivery failed", "event", d.eventID, "url", d.url, "attempt", d.attempts, "err", err)
+	_, err = s.pool.Exec(ctx, `UPDATE paysim.deliveries
+		SET last_status = $2, last_error = $3,
+			gave_up_at = CASE WHEN attempts >= $4 OR created_at < now() - $5 * interval '1 millisecond' THEN now() END,
+			next_attempt_at = now() + $6 * interval '1 millisecond'
+		WHERE id = $1`, d.id, st, err.Error(), s.opt.MaxAttempts, s.opt.MaxAge.Milliseconds(),
+		s.backoff(d.attempts).Milliseconds())
+	return err
+}
+
+// backoff is the delay after failed attempt n (1-based): exponential,
+// capped, with a random half as jitter.
+func (s *Server) backoff(n int) time.Duration {
+	d := s.opt.BackoffBase
+	for i := 1; i < n && d < s.opt.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.opt.BackoffMax)
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+}
