@@ -1,0 +1,281 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/ticketing/ticketing/apperr"
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/graph"
+	"github.com/ticketing/ticketing/transport/wsgorilla"
+)
+
+// Limits of the GraphQL endpoint.
+const (
+	// MaxQueryDepth is the deepest selection nesting accepted (introspection
+	// fields excluded: their depth is bounded by the schema).
+	MaxQueryDepth = 15
+	// MaxQueryComplexity is gqlgen's complexity budget per operation.
+	MaxQueryComplexity = 2000
+	// MaxSubscriptionsPerConnection caps the live subscriptions of one
+	// WebSocket connection.
+	MaxSubscriptionsPerConnection = 20
+	// wsKeepAlive is the graphql-ws "ka" interval and the graphql-transport-ws
+	// ping interval (a peer that misses two pongs is dropped).
+	wsKeepAlive = 15 * time.Second
+)
+
+// platform is the App's HTTP plumbing: readiness registry and HTTP metrics.
+type platform struct {
+	once         sync.Once
+	readiness    readiness
+	httpDuration *prometheus.HistogramVec
+}
+
+// initPlatform sets up the verifier, metrics and default readiness checks.
+// New calls it; it is idempotent.
+func (a *App) initPlatform() error {
+	var err error
+	a.platform.once.Do(func() {
+		if a.Auth == nil {
+			a.Auth, err = auth.NewVerifier(auth.ConfigFrom(a.Cfg))
+			if err != nil {
+				return
+			}
+		}
+		a.Metrics, a.platform.httpDuration = newMetrics()
+		if a.Pool != nil {
+			a.AddReadinessCheck("postgres", PostgresCheck(a.Pool), true)
+		}
+		if a.Redis != nil {
+			a.AddReadinessCheck("redis", RedisCheck(a.Redis), false)
+		}
+		notYet := func(context.Context) error { return ErrNotConfigured }
+		a.AddReadinessCheck("search", notYet, false)
+		a.AddReadinessCheck("payments", notYet, false)
+	})
+	return err
+}
+
+// graphqlHandler is /graphql: POST/GET JSON, WebSocket (gorilla) and SSE,
+// with the depth and complexity limits, APQ and the contract's error
+// presentation.
+func (a *App) graphqlHandler() http.Handler {
+	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: a.Resolver}))
+	allowOrigin := wsgorilla.OriginChecker(a.allowedOrigins()...)
+	srv.AddTransport(transport.Websocket{
+		Implementation: wsgorilla.Implementation{Upgrader: websocket.Upgrader{
+			CheckOrigin:      allowOrigin,
+			HandshakeTimeout: 10 * time.Second,
+		}},
+		InitFunc:              a.websocketInit,
+		InitTimeout:           10 * time.Second,
+		KeepAlivePingInterval: wsKeepAlive,
+		PingPongInterval:      wsKeepAlive,
+		PayloadReadLimit:      ptr(int64(64 << 10)),
+		ErrorFunc: func(ctx context.Context, err error) {
+			a.Log.DebugContext(ctx, "websocket", "err", err)
+		},
+	})
+	srv.AddTransport(transport.SSE{KeepAlivePingInterval: wsKeepAlive})
+	srv.AddTransport(transport.Options{})
+	srv.AddTransport(transport.GET{})
+	srv.AddTransport(transport.POST{})
+
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.Use(extension.Introspection{})
+	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(DepthLimit{Max: MaxQueryDepth})
+	srv.Use(extension.FixedComplexityLimit(MaxQueryComplexity))
+	srv.Use(subscriptionCap{max: MaxSubscriptionsPerConnection})
+	srv.AroundFields(markResolverErrors)
+	srv.SetErrorPresenter(a.presentError)
+	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
+		a.Log.ErrorContext(ctx, "panic in resolver", "request_id", RequestID(ctx), "panic", fmt.Sprint(v))
+		return resolverError{fmt.Errorf("panic: %v", v)}
+	})
+
+	// The Origin check is repeated here so a refused browser gets a clean 403
+	// (for WebSocket and SSE alike) instead of a failed upgrade.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		streaming := r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+		if streaming && !allowOrigin(r) {
+			writeError(w, r, http.StatusForbidden, "FORBIDDEN", "origin not allowed")
+			return
+		}
+		srv.ServeHTTP(w, r)
+	})
+}
+
+// allowedOrigins is ALLOWED_ORIGINS plus PUBLIC_BASE_URL (same-host origins
+// are always allowed).
+func (a *App) allowedOrigins() []string {
+	return append([]string{a.Cfg.PublicBaseURL}, a.Cfg.AllowedOrigins...)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// websocketInit authenticates a WebSocket from the connection_init payload
+// {"Authorization": "Bearer <JWT>"}. No token keeps the connection anonymous
+// (or authenticated by the upgrade request's header); an invalid token closes
+// it with 4403 (graphql-transport-ws) / a connection_error (graphql-ws).
+// Every connection also gets its subscription counter here.
+func (a *App) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	ctx = context.WithValue(ctx, subCountKey{}, new(atomic.Int64))
+	u, ok, err := a.Auth.Authenticate(p.Authorization())
+	if err != nil {
+		ctx = transport.WithWebsocketCloseCode(ctx, 4403)
+		ctx = transport.AppendCloseReason(ctx, "UNAUTHENTICATED")
+		return ctx, nil, errors.New("UNAUTHENTICATED: invalid token")
+	}
+	if ok {
+		ctx = auth.WithUser(ctx, u)
+	}
+	return ctx, nil, nil
+}
+
+// presentError maps errors to the contract: codes gqlgen already set
+// (GRAPHQL_VALIDATION_FAILED, GRAPHQL_PARSE_FAILED, limits) stay; apperr
+// values get their code and extensions from apperr.Describe; other resolver
+// errors become INTERNAL with a generic message and the cause is logged;
+// gqlgen's own argument coercion errors are BAD_USER_INPUT.
+func (a *App) presentError(ctx context.Context, err error) *gqlerror.Error {
+	gerr := graphql.DefaultErrorPresenter(ctx, err)
+	if _, ok := gerr.Extensions["code"]; ok {
+		return gerr
+	}
+	d, known := apperr.Describe(err)
+	var rerr resolverError
+	switch {
+	case known:
+		gerr.Message = d.Message
+		gerr.Extensions = map[string]any{"code": d.Code}
+		maps.Copy(gerr.Extensions, d.Extensions)
+	case errors.As(err, &rerr) || gerr.Err == nil:
+		a.Log.ErrorContext(ctx, "graphql internal error", "request_id", RequestID(ctx),
+			"path", gerr.Path.String(), "err", err)
+		gerr.Message = "internal error"
+		gerr.Extensions = map[string]any{"code": "INTERNAL"}
+	default:
+		gerr.Extensions = map[string]any{"code": "BAD_USER_INPUT"}
+	}
+	return gerr
+}
+
+// resolverError marks an error returned by a resolver (as opposed to one
+// gqlgen raised itself while coercing input).
+type resolverError struct{ err error }
+
+func (e resolverError) Error() string { return e.err.Error() }
+func (e resolverError) Unwrap() error { return e.err }
+
+func markResolverErrors(ctx context.Context, next graphql.Resolver) (any, error) {
+	res, err := next(ctx)
+	if err != nil {
+		if _, ok := errors.AsType[*gqlerror.Error](err); !ok {
+			err = resolverError{err}
+		}
+	}
+	return res, err
+}
+
+// DepthLimit refuses, before execution, operations whose selections nest
+// deeper than Max, with code GRAPHQL_VALIDATION_FAILED and
+// extensions.maxDepth.
+type DepthLimit struct{ Max int }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = DepthLimit{}
+
+// ExtensionName implements graphql.HandlerExtension.
+func (DepthLimit) ExtensionName() string { return "DepthLimit" }
+
+// Validate implements graphql.HandlerExtension.
+func (DepthLimit) Validate(graphql.ExecutableSchema) error { return nil }
+
+// MutateOperationContext implements graphql.OperationContextMutator.
+func (l DepthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation == nil {
+		return nil
+	}
+	d := selectionDepth(oc.Operation.SelectionSet, oc.Doc.Fragments, map[string]bool{})
+	if d <= l.Max {
+		return nil
+	}
+	err := gqlerror.Errorf("query depth %d exceeds the limit of %d", d, l.Max)
+	errcode.Set(err, errcode.ValidationFailed)
+	err.Extensions["maxDepth"] = l.Max
+	return err
+}
+
+func selectionDepth(set ast.SelectionSet, frags ast.FragmentDefinitionList, seen map[string]bool) int {
+	deepest := 0
+	for _, sel := range set {
+		d := 0
+		switch s := sel.(type) {
+		case *ast.Field:
+			if strings.HasPrefix(s.Name, "__") {
+				continue
+			}
+			d = 1 + selectionDepth(s.SelectionSet, frags, seen)
+		case *ast.InlineFragment:
+			d = selectionDepth(s.SelectionSet, frags, seen)
+		case *ast.FragmentSpread:
+			if f := frags.ForName(s.Name); f != nil && !seen[s.Name] {
+				seen[s.Name] = true // cycles are refused by validation; this is belt and braces
+				d = selectionDepth(f.SelectionSet, frags, seen)
+				delete(seen, s.Name)
+			}
+		}
+		deepest = max(deepest, d)
+	}
+	return deepest
+}
+
+type subCountKey struct{}
+
+// subscriptionCap limits the live subscriptions of one WebSocket connection
+// (the counter is put in the connection context by websocketInit; SSE carries
+// one subscription per request and needs none).
+type subscriptionCap struct{ max int64 }
+
+func (subscriptionCap) ExtensionName() string                   { return "SubscriptionCap" }
+func (subscriptionCap) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (c subscriptionCap) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	n, _ := ctx.Value(subCountKey{}).(*atomic.Int64)
+	oc := graphql.GetOperationContext(ctx)
+	if n == nil || oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
+		return next(ctx)
+	}
+	if n.Add(1) > c.max {
+		n.Add(-1)
+		err := gqlerror.Errorf("at most %d subscriptions per connection", c.max)
+		err.Extensions = map[string]any{"code": "RATE_LIMITED", "retryAfterSeconds": 1, "limit": c.max}
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{err}})
+	}
+	// The transport cancels the operation context when the subscription
+	// ends (complete, stop or connection close).
+	context.AfterFunc(ctx, func() { n.Add(-1) })
+	return next(ctx)
+}

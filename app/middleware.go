@@ -1,0 +1,274 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketing/ticketing/auth"
+)
+
+// MaxBodyBytes is the largest request body accepted (GraphQL documents, REST
+// writes, webhooks); larger bodies get 413.
+const MaxBodyBytes = 1 << 20
+
+// bodyReadTimeout bounds reading one request body. The server has no global
+// ReadTimeout because it would also cut WebSocket and SSE streams.
+const bodyReadTimeout = 30 * time.Second
+
+type requestIDKey struct{}
+
+// RequestID returns the request id of ctx (the X-Request-Id of the request,
+// or one we made up), or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// wrap applies the HTTP middleware chain, outermost first: request id,
+// access log and metrics, panic recovery, body limit, authentication.
+func (a *App) wrap(h http.Handler) http.Handler {
+	h = notePattern(h)
+	h = a.authenticate(h)
+	h = limitBody(h)
+	h = a.recoverPanics(h)
+	h = a.observe(h)
+	return withRequestID(h)
+}
+
+// withRequestID takes a sane X-Request-Id from the client or makes one, and
+// echoes it on the response.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = uuid.NewString()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// observe writes one structured access-log line per request and records the
+// request duration histogram (labelled with the mux pattern, not the raw
+// path, to keep the label set small).
+func (a *App) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		d := time.Since(start)
+		route := rec.route
+		if route == "" {
+			route = "unmatched"
+		}
+		code := strconv.Itoa(rec.status)
+		if rec.hijacked {
+			code = "101"
+		}
+		a.platform.httpDuration.WithLabelValues(r.Method, route, code).Observe(d.Seconds())
+		attrs := []slog.Attr{
+			slog.String("request_id", RequestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("route", route),
+			slog.String("status", code),
+			slog.Int64("bytes", rec.bytes),
+			slog.Duration("duration", d),
+			slog.String("remote", r.RemoteAddr),
+		}
+		if rec.user != "" {
+			attrs = append(attrs, slog.String("user", rec.user))
+		}
+		a.Log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
+	})
+}
+
+// recoverPanics turns a handler panic into a logged 500. http.ErrAbortHandler
+// keeps its meaning (abort the response silently).
+func (a *App) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			a.Log.ErrorContext(r.Context(), "panic serving request",
+				"request_id", RequestID(r.Context()), "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if rec, ok := w.(*recorder); ok && rec.wroteHeader {
+				return
+			}
+			writeError(w, r, http.StatusInternalServerError, "INTERNAL", "internal error")
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody reads bodies up to MaxBodyBytes in full before the handler runs,
+// so an oversized body is refused with a clean 413 whether or not it
+// announced its length, and a slow sender is cut after bodyReadTimeout.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.Header.Get("Upgrade") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > MaxBodyBytes {
+			tooLarge(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		_ = rc.SetReadDeadline(time.Time{})
+		if err != nil {
+			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "could not read the request body")
+			return
+		}
+		if len(body) > MaxBodyBytes {
+			tooLarge(w, r)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func tooLarge(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	writeError(w, r, http.StatusRequestEntityTooLarge, "BAD_USER_INPUT",
+		fmt.Sprintf("request body too large (limit %d bytes)", MaxBodyBytes))
+}
+
+// authenticate applies auth.Verifier.Middleware to the API paths (/graphql
+// and /api/); health, metrics and webhooks ignore Authorization.
+func (a *App) authenticate(next http.Handler) http.Handler {
+	withAuth := a.Auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, ok := auth.UserFrom(r.Context()); ok {
+			if rec := findRecorder(w); rec != nil {
+				rec.user = u.ID
+			}
+		}
+		next.ServeHTTP(w, r)
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/graphql" || strings.HasPrefix(r.URL.Path, "/api/") {
+			withAuth.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeError answers in the error shape of the path: a GraphQL response on
+// /graphql, the REST error shape elsewhere.
+func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var body any
+	if r.URL.Path == "/graphql" {
+		body = map[string]any{"errors": []any{map[string]any{
+			"message": msg, "extensions": map[string]any{"code": code},
+		}}, "data": nil}
+	} else {
+		body = map[string]any{"error": map[string]any{"code": code, "message": msg}}
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// recorder remembers the status and size of a response. It passes Flush
+// (SSE) and Hijack (WebSocket) through, and Unwrap for
+// http.ResponseController.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	bytes       int64
+	wroteHeader bool
+	hijacked    bool
+	user        string // the authenticated caller, for the access log
+	route       string // the mux pattern that served the request
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	r.wroteHeader = true
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil {
+		r.hijacked = true
+	}
+	return c, rw, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// findRecorder digs the access log's recorder out of w, so inner handlers can
+// tell it what only they see (the caller, the mux pattern).
+func findRecorder(w http.ResponseWriter) *recorder {
+	for {
+		switch rw := w.(type) {
+		case *recorder:
+			return rw
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// notePattern records the ServeMux pattern (set on the request the mux
+// receives, which is not the one the outer middleware holds).
+func notePattern(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if rec := findRecorder(w); rec != nil {
+			rec.route = r.Pattern
+		}
+	})
+}
