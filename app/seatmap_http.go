@@ -1,0 +1,39 @@
+package app
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/ticketing/ticketing/outbox"
+	"github.com/ticketing/ticketing/seatmap"
+	"github.com/ticketing/ticketing/transport/wsgorilla"
+)
+
+// initSeatMap builds the live seat map service (Redis fan-out, snapshot
+// cache) with the Origin allow-list of the WebSocket transport. prefix is
+// for tests sharing one Redis.
+func (a *App) initSeatMap(prefix string) {
+	if a.SeatMap != nil {
+		_ = a.SeatMap.Close()
+	}
+	a.SeatMap = seatmap.New(a.Redis, a.Store, seatmap.Config{
+		Prefix:      prefix,
+		CheckOrigin: wsgorilla.OriginChecker(a.allowedOrigins()...),
+		Registerer:  a.Metrics,
+		Log:         a.Log,
+	})
+}
+
+// runRelay publishes the outbox to the seat map and to a.Projections (the
+// search projection) until ctx ends. Any number of instances may run it.
+func (a *App) runRelay(ctx context.Context) {
+	sinks := append([]outbox.Sink{a.SeatMap}, a.Projections...)
+	r := outbox.New(a.Pool, outbox.Config{Registerer: a.Metrics, Log: a.Log}, sinks...)
+	_ = r.Run(ctx)
+}
+
+// mountSeatMap serves GET /api/events/{eventId}/seatmap/stream (SSE; the
+// event id is the cursor, Last-Event-ID resumes).
+func (a *App) mountSeatMap(mux *http.ServeMux) {
+	mux.Handle("GET /api/events/{eventId}/seatmap/stream", a.SeatMap)
+}

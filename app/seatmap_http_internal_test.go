@@ -1,0 +1,230 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/config"
+	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/testdb"
+)
+
+// seatMapInstances starts n Apps over one database and one Redis prefix,
+// like n `ticketing serve` processes; only the first runs the workers.
+func seatMapInstances(t *testing.T, n int) ([]*App, []*httptest.Server) {
+	t.Helper()
+	env := map[string]string{"DATABASE_URL": testdb.NewDatabase(t), "REDIS_URL": testdb.RedisURL()}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	prefix := testdb.RedisPrefix(t)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var apps []*App
+	var srvs []*httptest.Server
+	for i := 0; i < n; i++ {
+		a, err := New(context.Background(), cfg, log)
+		require.NoError(t, err)
+		t.Cleanup(a.Close)
+		a.initSeatMap(prefix)
+		a.Resolver.SeatMaps = a.SeatMap
+		srv := httptest.NewServer(a.Handler())
+		t.Cleanup(srv.Close)
+		apps, srvs = append(apps, a), append(srvs, srv)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { apps[0].RunWorkers(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return apps, srvs
+}
+
+// seatMapEvent creates an event with three seats on sale.
+func seatMapEvent(t *testing.T, a *App) (eventID string, seats []string) {
+	t.Helper()
+	ctx := context.Background()
+	venue, section := uuid.NewString(), uuid.NewString()
+	eventID = uuid.NewString()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := a.Pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	exec(`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'V', 'a', 'c', 'ES', 40, -3)`, venue)
+	exec(`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 0, 'S', 'SEATED', 3)`, section, venue)
+	for i := 1; i <= 3; i++ {
+		id := uuid.NewString()
+		seats = append(seats, id)
+		exec(`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y) VALUES ($1, $2, 'A', 0, $3, $4, 0)`, id, section, i, float64(i))
+	}
+	exec(`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds)
+	      VALUES ($1, $2, 'E', 'music', now() + interval '30 days', now() - interval '1 hour', 10, 600)`, eventID, venue)
+	exec(`INSERT INTO event_prices (event_id, section_id, amount, currency) VALUES ($1, $2, 5000, 'EUR')`, eventID, section)
+	exec(`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2`, eventID, section)
+	return eventID, seats
+}
+
+func holdSeat(t *testing.T, a *App, eventID, seat string) {
+	t.Helper()
+	_, err := a.Holds.Create(context.Background(), auth.User{ID: "u1"}, holds.CreateRequest{
+		EventID: eventID, SeatIDs: []string{seat}, IdempotencyKey: uuid.NewString()})
+	require.NoError(t, err)
+}
+
+const seatMapSubscription = `subscription($e: ID!, $after: String) { seatMapUpdates(eventId: $e, after: $after) {
+  cursor snapshot { cursor seats { seatId status version } } seats { seatId status version } } }`
+
+type seatMapPayload struct {
+	Data struct {
+		SeatMapUpdates struct {
+			Cursor   string `json:"cursor"`
+			Snapshot *struct {
+				Seats []struct{ SeatID, Status string } `json:"seats"`
+			} `json:"snapshot"`
+			Seats []struct {
+				SeatID, Status string
+				Version        int
+			} `json:"seats"`
+		} `json:"seatMapUpdates"`
+	} `json:"data"`
+	Errors []any `json:"errors"`
+}
+
+// TestSeatMapAcrossInstances: a hold made through instance A reaches
+// GraphQL subscribers of instance B over both WebSocket subprotocols and
+// SSE, and Event.seatMap.cursor resumes without a gap.
+func TestSeatMapAcrossInstances(t *testing.T) {
+	apps, srvs := seatMapInstances(t, 2)
+	eventID, seats := seatMapEvent(t, apps[0])
+	vars := map[string]any{"e": eventID}
+
+	type proto struct{ name, start, data string }
+	var conns []*websocket.Conn
+	for _, p := range []proto{{"graphql-transport-ws", "subscribe", "next"}, {"graphql-ws", "start", "data"}} {
+		d := websocket.Dialer{Subprotocols: []string{p.name}}
+		c, _, err := d.Dial("ws"+strings.TrimPrefix(srvs[1].URL, "http")+"/graphql", nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		require.NoError(t, c.WriteJSON(map[string]any{"type": "connection_init"}))
+		payload, _ := json.Marshal(map[string]any{"query": seatMapSubscription, "variables": vars})
+		require.NoError(t, c.WriteJSON(map[string]any{"id": "1", "type": p.start, "payload": json.RawMessage(payload)}))
+		first := wsNext(t, c, p.data)
+		require.NotNil(t, first.Data.SeatMapUpdates.Snapshot, p.name)
+		require.Len(t, first.Data.SeatMapUpdates.Snapshot.Seats, 3)
+		conns = append(conns, c)
+	}
+	sse := graphqlSSE(t, srvs[1].URL, vars)
+	require.NotNil(t, sse.next(t).Data.SeatMapUpdates.Snapshot)
+
+	holdSeat(t, apps[0], eventID, seats[0])
+	for i, c := range conns {
+		u := wsNext(t, c, map[int]string{0: "next", 1: "data"}[i])
+		require.Equal(t, seats[0], u.Data.SeatMapUpdates.Seats[0].SeatID)
+		require.Equal(t, "HELD", u.Data.SeatMapUpdates.Seats[0].Status)
+	}
+	u := sse.next(t)
+	require.Equal(t, "HELD", u.Data.SeatMapUpdates.Seats[0].Status)
+
+	// Event.seatMap.cursor, then a subscription after it: the change made
+	// after the snapshot arrives, with no snapshot resent.
+	var q struct {
+		Data struct {
+			Event struct {
+				SeatMap struct {
+					Cursor string `json:"cursor"`
+				} `json:"seatMap"`
+			} `json:"event"`
+		} `json:"data"`
+	}
+	body, _ := json.Marshal(map[string]any{"query": `query($e: ID!) { event(id: $e) { seatMap { cursor } } }`, "variables": vars})
+	resp, err := http.Post(srvs[1].URL+"/graphql", "application/json", strings.NewReader(string(body)))
+	require.NoError(t, err)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&q))
+	resp.Body.Close()
+	cursor := q.Data.Event.SeatMap.Cursor
+	require.NotEmpty(t, cursor)
+	holdSeat(t, apps[0], eventID, seats[1])
+	resumed := graphqlSSE(t, srvs[0].URL, map[string]any{"e": eventID, "after": cursor})
+	for {
+		u := resumed.next(t)
+		require.Nil(t, u.Data.SeatMapUpdates.Snapshot)
+		if len(u.Data.SeatMapUpdates.Seats) > 0 && u.Data.SeatMapUpdates.Seats[len(u.Data.SeatMapUpdates.Seats)-1].SeatID == seats[1] {
+			break
+		}
+	}
+}
+
+func wsNext(t *testing.T, c *websocket.Conn, typ string) seatMapPayload {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	for {
+		var m struct {
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		require.NoError(t, c.ReadJSON(&m))
+		if m.Type == typ {
+			var p seatMapPayload
+			require.NoError(t, json.Unmarshal(m.Payload, &p))
+			require.Empty(t, p.Errors)
+			return p
+		}
+		require.Contains(t, []string{"connection_ack", "ka", "ping", "pong"}, m.Type, string(m.Payload))
+	}
+}
+
+type sseReader struct{ ch chan seatMapPayload }
+
+// graphqlSSE runs the subscription over gqlgen's SSE transport.
+func graphqlSSE(t *testing.T, url string, vars map[string]any) *sseReader {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": seatMapSubscription, "variables": vars})
+	req, _ := http.NewRequest("POST", url+"/graphql", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	t.Cleanup(func() { resp.Body.Close() })
+	r := &sseReader{ch: make(chan seatMapPayload, 16)}
+	go func() {
+		defer close(r.ch)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var p seatMapPayload
+				if json.Unmarshal([]byte(d), &p) == nil && (p.Data.SeatMapUpdates.Cursor != "" || p.Errors != nil) {
+					r.ch <- p
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	return r
+}
+
+func (r *sseReader) next(t *testing.T) seatMapPayload {
+	t.Helper()
+	select {
+	case p, ok := <-r.ch:
+		require.True(t, ok, "stream ended")
+		require.Empty(t, p.Errors, fmt.Sprint(p.Errors))
+		return p
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+		return seatMapPayload{}
+	}
+}

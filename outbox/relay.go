@@ -1,0 +1,329 @@
+// Package outbox is the relay of the transactional outbox: it reads the rows
+// that domain transactions wrote to the outbox table and hands them to the
+// projections (the live seat map, search), at least once and in commit order
+// per event, then prunes them.
+//
+// Rows are split into partitions by a hash of their event. A relay handles a
+// partition only while it holds that partition's transaction-level advisory
+// lock, so several relays share the work without doing it twice, one event's
+// rows are never published by two relays at once, and a relay that dies
+// releases its locks with its connection. Each batch is claimed, published
+// and deleted in one short transaction: a crash before the commit means the
+// batch is published again (consumers ignore what they have by version).
+//
+// Outbox ids are allocated before commit, so a row with a lower id can become
+// visible after one with a higher id (the classic outbox gap). The relay keeps
+// no high-water mark: it always reads whatever is still in the table, so such
+// a row is simply published in the next batch, never skipped.
+package outbox
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ticketing/ticketing/store"
+)
+
+// Row is one outbox row.
+type Row = store.OutboxRow
+
+// Topics written by the domain packages.
+const (
+	TopicInventory = "inventory"
+	TopicCatalog   = "catalog"
+)
+
+// Sink receives published rows. It must be idempotent: a batch can be
+// delivered again after a failure or a relay crash. An error leaves the rows
+// in the outbox to be retried.
+type Sink interface {
+	Publish(ctx context.Context, rows []Row) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, rows []Row) error
+
+// Publish calls f.
+func (f SinkFunc) Publish(ctx context.Context, rows []Row) error { return f(ctx, rows) }
+
+// EventIDs returns the distinct event ids of the rows of the given topics
+// (all topics when none is given), in first-seen order.
+func EventIDs(rows []Row, topics ...string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rows {
+		id := r.EventID
+		if id == nil || seen[*id] || (len(topics) > 0 && !contains(topics, r.Topic)) {
+			continue
+		}
+		seen[*id] = true
+		out = append(out, *id)
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// Config tunes a Relay; zero values take the defaults.
+type Config struct {
+	// Partitions must be the same on every relay (default 4).
+	Partitions int
+	// BatchSize is the most rows published per transaction (default 200).
+	BatchSize int
+	// PollInterval is the safety net when a notification is missed (default 1s).
+	PollInterval time.Duration
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+}
+
+// Relay publishes outbox rows to its sinks. Run it in as many processes as
+// wanted.
+type Relay struct {
+	pool  *pgxpool.Pool
+	st    *store.Store
+	sinks []Sink
+	cfg   Config
+	log   *slog.Logger
+
+	lag       prometheus.Gauge
+	published *prometheus.CounterVec
+	failures  prometheus.Counter
+}
+
+// New returns a relay over the pool that publishes every row to each sink.
+func New(pool *pgxpool.Pool, cfg Config, sinks ...Sink) *Relay {
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 4
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 200
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	r := &Relay{
+		pool: pool, st: store.New(pool), sinks: sinks, cfg: cfg, log: cfg.Log,
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketing_projection_lag_seconds",
+			Help: "Age of the oldest outbox row not yet published to the projections.",
+		}),
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketing_outbox_published_total",
+			Help: "Outbox rows published to the projections, by topic.",
+		}, []string{"topic"}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketing_outbox_publish_failures_total",
+			Help: "Outbox batches whose publication failed and will be retried.",
+		}),
+	}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{r.lag, r.published, r.failures} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					r.log.Warn("outbox metrics", "err", err)
+				}
+			}
+		}
+	}
+	return r
+}
+
+// Run relays until ctx is done: one worker per partition, woken by
+// LISTEN outbox and by a poll timer.
+func (r *Relay) Run(ctx context.Context) error {
+	wakes := make([]chan struct{}, r.cfg.Partitions)
+	done := make(chan struct{})
+	for p := range wakes {
+		wakes[p] = make(chan struct{}, 1)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r.worker(ctx, p, wakes[p])
+		}()
+	}
+	go r.listen(ctx, func() {
+		for _, w := range wakes {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	})
+	t := time.NewTicker(r.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		r.updateLag(ctx)
+		select {
+		case <-ctx.Done():
+			for range wakes {
+				<-done
+			}
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Relay) updateLag(ctx context.Context) {
+	if lag, err := r.st.OutboxLag(ctx); err == nil {
+		r.lag.Set(lag.Seconds())
+	}
+}
+
+// listen calls wake on every NOTIFY outbox, reconnecting after errors.
+func (r *Relay) listen(ctx context.Context, wake func()) {
+	for ctx.Err() == nil {
+		err := r.listenOnce(ctx, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("outbox listen", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Relay) listenOnce(ctx context.Context, wake func()) error {
+	conn, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection will be LISTENing: never give it back to the pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.WithoutCancel(ctx))
+	if _, err := pc.Exec(ctx, "LISTEN outbox"); err != nil {
+		return err
+	}
+	wake() // rows written while we were not listening
+	for {
+		if _, err := pc.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		wake()
+	}
+}
+
+func (r *Relay) worker(ctx context.Context, partition int, wake <-chan struct{}) {
+	t := time.NewTicker(r.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		r.drain(ctx, partition)
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+// drain publishes batches of the partition until it is empty, locked by
+// another relay, or a batch fails (retried at the next wake or poll).
+func (r *Relay) drain(ctx context.Context, partition int) {
+	for ctx.Err() == nil {
+		n, err := r.Once(ctx, partition)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.failures.Inc()
+				r.log.Warn("outbox publish", "partition", partition, "err", err)
+			}
+			return
+		}
+		if n < r.cfg.BatchSize {
+			return
+		}
+	}
+}
+
+// Once publishes and deletes one batch of the partition in one transaction
+// and returns how many rows it published (0 when the partition is empty or
+// another relay holds it).
+func (r *Relay) Once(ctx context.Context, partition int) (int, error) {
+	var rows []Row
+	err := r.st.InTx(ctx, func(tx *store.Store) error {
+		rows = nil
+		ok, err := tx.OutboxTryLock(ctx, partition)
+		if err != nil || !ok {
+			return err
+		}
+		batch, err := tx.OutboxBatch(ctx, partition, r.cfg.Partitions, r.cfg.BatchSize)
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		for _, s := range r.sinks {
+			if err := s.Publish(ctx, batch); err != nil {
+				return err
+			}
+		}
+		ids := make([]int64, len(batch))
+		for i, row := range batch {
+			ids[i] = row.ID
+		}
+		if err := tx.OutboxDelete(ctx, ids); err != nil {
+			return err
+		}
+		rows = batch
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, row := range rows {
+		r.published.WithLabelValues(row.Topic).Inc()
+	}
+	return len(rows), nil
+}
+
+// PublishAll drains every partition once (for tests and tools such as a
+// one-shot catch-up); it returns the number of rows published.
+func (r *Relay) PublishAll(ctx context.Context) (int, error) {
+	total := 0
+	for p := 0; p < r.cfg.Partitions; p++ {
+		for {
+			n, err := r.Once(ctx, p)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if n < r.cfg.BatchSize {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// Projector is what the search projection offers (search.Projector).
+type Projector interface {
+	Apply(ctx context.Context, eventIDs []string) error
+}
+
+// ProjectorSink passes the events of 'catalog' and 'inventory' rows to p,
+// which reloads them from Postgres (so it decides what it needs).
+func ProjectorSink(p Projector) Sink {
+	return SinkFunc(func(ctx context.Context, rows []Row) error {
+		ids := EventIDs(rows, TopicCatalog, TopicInventory)
+		if len(ids) == 0 {
+			return nil
+		}
+		return p.Apply(ctx, ids)
+	})
+}

@@ -1,0 +1,152 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/internal/testdb"
+	"github.com/ticketing/ticketing/outbox"
+	"github.com/ticketing/ticketing/store"
+)
+
+// recorder is a sink that records what it receives.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[int64]int    // row id -> deliveries
+	seqs map[string][]int // event -> seq in delivery order
+}
+
+func newRecorder() *recorder { return &recorder{seen: map[int64]int{}, seqs: map[string][]int{}} }
+
+func (r *recorder) Publish(_ context.Context, rows []outbox.Row) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, row := range rows {
+		r.seen[row.ID]++
+		var p struct{ Seq int }
+		_ = json.Unmarshal(row.Payload, &p)
+		r.seqs[*row.EventID] = append(r.seqs[*row.EventID], p.Seq)
+	}
+	return nil
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen)
+}
+
+func run(t *testing.T, r *outbox.Relay) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestRelaysShareTheWorkInOrderPerEvent(t *testing.T) {
+	st := store.New(testdb.NewPool(t))
+	ctx := context.Background()
+	events := []string{uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()}
+	rec := newRecorder()
+	for i := 0; i < 3; i++ {
+		run(t, outbox.New(st.Pool(), outbox.Config{BatchSize: 7, PollInterval: time.Hour}, rec))
+	}
+	const n = 400
+	for i := 0; i < n; i++ { // NOTIFY wakes the relays: the poll is an hour
+		require.NoError(t, st.OutboxInsert(ctx, events[i%len(events)], "inventory", map[string]int{"seq": i}))
+	}
+	require.Eventually(t, func() bool { return rec.count() == n }, 20*time.Second, 10*time.Millisecond)
+	rec.mu.Lock()
+	for id, k := range rec.seen {
+		require.Equal(t, 1, k, "row %d published twice", id)
+	}
+	for ev, seqs := range rec.seqs {
+		require.IsIncreasing(t, seqs, "event %s out of order", ev)
+	}
+	rec.mu.Unlock()
+	require.Eventually(t, func() bool {
+		lag, err := st.OutboxLag(ctx)
+		return err == nil && lag == 0
+	}, 5*time.Second, 10*time.Millisecond, "published rows are pruned")
+}
+
+// A row whose id is lower but whose transaction commits later than a
+// published row is still published (no high-water mark skips it).
+func TestRowCommittedLateIsNotLost(t *testing.T) {
+	pool := testdb.NewPool(t)
+	st := store.New(pool)
+	ctx := context.Background()
+	ev := uuid.NewString()
+	rec := newRecorder()
+	reg := prometheus.NewRegistry()
+	relay := outbox.New(pool, outbox.Config{Partitions: 1, Registerer: reg}, rec)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO outbox (event_id, topic, payload) VALUES ($1, 'inventory', '{"seq": 1}')`, ev)
+	require.NoError(t, err)
+	require.NoError(t, st.OutboxInsert(ctx, ev, "inventory", map[string]int{"seq": 2}))
+	n, err := relay.PublishAll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, tx.Commit(ctx))
+	n, err = relay.PublishAll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []int{2, 1}, rec.seqs[ev])
+	require.Equal(t, 2.0, published(t, reg))
+}
+
+func published(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "ticketing_outbox_published_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no ticketing_outbox_published_total")
+	return 0
+}
+
+func TestProjectionLagMetric(t *testing.T) {
+	pool := testdb.NewPool(t)
+	st := store.New(pool)
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	fail := true
+	var mu sync.Mutex
+	sink := outbox.SinkFunc(func(context.Context, []outbox.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	run(t, outbox.New(pool, outbox.Config{PollInterval: 50 * time.Millisecond, Registerer: reg, Log: slog.New(slog.DiscardHandler)}, sink))
+	require.NoError(t, st.OutboxInsert(ctx, uuid.NewString(), "catalog", map[string]int{"version": 1}))
+	lag := func() float64 {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "ticketing_projection_lag_seconds" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	require.Eventually(t, func() bool { return lag() > 0.2 }, 5*time.Second, 20*time.Millisecond, "a stuck projection shows as lag")
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	require.Eventually(t, func() bool { return lag() == 0 }, 5*time.Second, 20*time.Millisecond)
+}

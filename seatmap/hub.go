@@ -1,0 +1,395 @@
+package seatmap
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// safetyPoll re-reads the stream even without a notification (pub/sub
+// messages are lost while its connection reconnects).
+const safetyPoll = 2 * time.Second
+
+// hub fans one event's stream out to this instance's subscribers.
+type hub struct {
+	s       *Service
+	eventID string
+	wake    chan struct{}
+	stop    chan struct{}
+	ready   chan struct{} // closed once lastID is known (or err set)
+	err     error
+
+	mu      sync.Mutex // guards subs, lastID, stopped and the subscribers
+	subs    map[*subscriber]struct{}
+	lastID  string
+	stopped bool
+
+	// Used by the hub goroutine only: the newest version broadcast per seat
+	// and GA section, so a redelivered change is not sent again.
+	seenSeats, seenGA map[string]int64
+}
+
+// subscriber is one viewer. Until live, frames wait in pending (bounded by
+// the same buffer) while its catch-up is sent; send never blocks.
+type subscriber struct {
+	send    func(*Update) bool
+	close   func()
+	live    bool
+	closed  bool
+	pending []*Update
+}
+
+// acquire returns the event's hub, started, with a new subscriber registered
+// in catch-up mode, and the stream position the hub will broadcast after.
+func (s *Service) acquire(ctx context.Context, eventID string, sub *subscriber) (*hub, string, error) {
+	var h *hub
+	for h == nil {
+		s.mu.Lock()
+		h = s.hubs[eventID]
+		if h == nil {
+			h = &hub{
+				s: s, eventID: eventID,
+				wake: make(chan struct{}, 1), stop: make(chan struct{}), ready: make(chan struct{}),
+				subs:      map[*subscriber]struct{}{},
+				seenSeats: map[string]int64{}, seenGA: map[string]int64{},
+			}
+			s.hubs[eventID] = h
+			go h.run()
+		}
+		s.mu.Unlock()
+		h.mu.Lock()
+		if h.stopped { // its last subscriber just left: make a new one
+			h.mu.Unlock()
+			h = nil
+			continue
+		}
+		h.subs[sub] = struct{}{}
+		s.m.subscribers.Inc()
+		h.mu.Unlock()
+	}
+
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		s.remove(h, sub)
+		return nil, "", ctx.Err()
+	}
+	if h.err != nil {
+		s.remove(h, sub)
+		return nil, "", h.err
+	}
+	h.mu.Lock()
+	last := h.lastID
+	h.mu.Unlock()
+	// Frames broadcast from here on are queued in sub.pending; the caller
+	// replays up to last, then calls activate.
+	return h, last, nil
+}
+
+// activate sends the catch-up frames, then what the hub queued meanwhile,
+// and switches the subscriber to live delivery.
+func (s *Service) activate(h *hub, sub *subscriber, catchUp []*Update) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sub.closed {
+		return
+	}
+	for _, u := range append(catchUp, sub.pending...) {
+		if !sub.send(u) {
+			s.dropLocked(h, sub)
+			return
+		}
+	}
+	sub.pending, sub.live = nil, true
+}
+
+// deliverLocked hands a frame to a subscriber without ever waiting.
+func (s *Service) deliverLocked(h *hub, sub *subscriber, u *Update) {
+	switch {
+	case sub.closed:
+	case !sub.live && len(sub.pending) < s.cfg.Buffer:
+		sub.pending = append(sub.pending, u)
+	case !sub.live || !sub.send(u):
+		s.dropLocked(h, sub)
+	}
+}
+
+// dropLocked cuts off a subscriber that did not keep up: its channel is
+// closed so the transport ends the stream and the client resyncs.
+func (s *Service) dropLocked(h *hub, sub *subscriber) {
+	s.m.dropped.Inc()
+	s.removeLocked(h, sub)
+}
+
+// remove unregisters a subscriber (its context ended).
+func (s *Service) remove(h *hub, sub *subscriber) {
+	h.mu.Lock()
+	s.removeLocked(h, sub)
+	h.mu.Unlock()
+}
+
+func (s *Service) removeLocked(h *hub, sub *subscriber) {
+	if sub.closed {
+		return
+	}
+	sub.closed = true
+	sub.pending = nil
+	sub.close()
+	delete(h.subs, sub)
+	s.m.subscribers.Dec()
+	if len(h.subs) == 0 && !h.stopped {
+		h.stopped = true
+		s.mu.Lock()
+		if s.hubs[h.eventID] == h {
+			delete(s.hubs, h.eventID)
+		}
+		s.mu.Unlock()
+		close(h.stop)
+	}
+}
+
+// shutdown closes every subscriber of the hub (Service.Close).
+func (h *hub) shutdown() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		h.s.removeLocked(h, sub)
+	}
+}
+
+func (h *hub) run() {
+	s := h.s
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := h.start(ctx); err != nil {
+		h.err = err
+		close(h.ready)
+		<-h.stop
+		h.unsubscribe()
+		return
+	}
+	close(h.ready)
+	defer h.unsubscribe()
+
+	safety := time.NewTicker(safetyPoll)
+	defer safety.Stop()
+	var flush <-chan time.Time
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-h.wake:
+			if flush == nil {
+				flush = time.After(s.cfg.Coalesce)
+			}
+		case <-safety.C:
+			if flush == nil {
+				h.flush(ctx)
+			}
+		case <-flush:
+			flush = nil
+			h.flush(ctx)
+		}
+	}
+}
+
+// start subscribes to the event's channel, then reads the stream position
+// (in that order, so nothing is missed between the two).
+func (h *hub) start(ctx context.Context) error {
+	s := h.s
+	s.psMu.Lock()
+	err := s.ps.Subscribe(ctx, s.channel(h.eventID))
+	s.psMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("seat map subscribe: %w", err)
+	}
+	s.dispatch.Do(func() { go s.dispatchLoop() })
+	last, err := s.Cursor(ctx, h.eventID)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.lastID = last
+	h.mu.Unlock()
+	return nil
+}
+
+// unsubscribe leaves the channel unless a newer hub of the event took it.
+func (h *hub) unsubscribe() {
+	s := h.s
+	s.psMu.Lock()
+	defer s.psMu.Unlock()
+	s.mu.Lock()
+	replaced := s.hubs[h.eventID] != nil
+	s.mu.Unlock()
+	if !replaced {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.ps.Unsubscribe(ctx, s.channel(h.eventID))
+		cancel()
+	}
+}
+
+// dispatchLoop routes pub/sub notifications to the hubs.
+func (s *Service) dispatchLoop() {
+	for msg := range s.ps.Channel(redis.WithChannelSize(1024)) {
+		ev := msg.Channel[len(s.channel("")):]
+		s.mu.Lock()
+		h := s.hubs[ev]
+		s.mu.Unlock()
+		if h != nil {
+			select {
+			case h.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// flush reads the stream past lastID, merges it into one frame of what is
+// newer than already broadcast, and hands it to every subscriber.
+func (h *hub) flush(ctx context.Context) {
+	s := h.s
+	h.mu.Lock()
+	from := h.lastID
+	h.mu.Unlock()
+	var m merger
+	entries := 0
+	last := from
+	for {
+		msgs, err := s.rdb.XRangeN(ctx, s.streamKey(h.eventID), "("+last, "+", 1000).Result()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("seat map read", "event", h.eventID, "err", err)
+			}
+			break
+		}
+		for _, msg := range msgs {
+			m.add(msg, h.seenSeats, h.seenGA)
+			last = msg.ID
+		}
+		entries += len(msgs)
+		if len(msgs) < 1000 {
+			break
+		}
+	}
+	if last == from {
+		return
+	}
+	u := m.update(h.eventID, last)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastID = last
+	if len(u.Seats) == 0 && len(u.GeneralAdmission) == 0 {
+		return // only redeliveries
+	}
+	s.m.frames.Inc()
+	s.m.coalesced.Add(float64(entries - 1))
+	for sub := range h.subs {
+		s.deliverLocked(h, sub, u)
+	}
+}
+
+// replay merges the stream entries in (from, to] into frames (one per page).
+func (s *Service) replay(ctx context.Context, eventID, from, to string) ([]*Update, error) {
+	var out []*Update
+	for compareID(from, to) < 0 {
+		msgs, err := s.rdb.XRangeN(ctx, s.streamKey(eventID), "("+from, to, 1000).Result()
+		if err != nil {
+			return nil, fmt.Errorf("seat map replay: %w", err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		var m merger
+		for _, msg := range msgs {
+			m.add(msg, nil, nil)
+		}
+		from = msgs[len(msgs)-1].ID
+		out = append(out, m.update(eventID, from))
+	}
+	return out, nil
+}
+
+// Subscribe streams the event's seat map changes to a channel of conv's
+// results until ctx ends. With a valid cursor after, the first messages are
+// the changes since it; otherwise (empty, unknown or trimmed cursor) the
+// first message carries a Snapshot. The channel is closed when ctx ends, or
+// early when the receiver does not keep up (it must then resubscribe with its
+// last cursor). conv runs once per update (its result is shared by every
+// subscriber with the same T, so it must not depend on the subscriber and its
+// result must not be modified).
+func Subscribe[T any](ctx context.Context, s *Service, eventID, after string, conv func(*Update) T) (<-chan T, error) {
+	if err := s.checkEvent(ctx, eventID); err != nil {
+		return nil, err
+	}
+	ch := make(chan T, s.cfg.Buffer)
+	sub := &subscriber{
+		send: func(u *Update) bool {
+			select {
+			case ch <- converted(u, conv):
+				return true
+			default:
+				return false
+			}
+		},
+		close: func() { close(ch) },
+	}
+	h, last, err := s.acquire(ctx, eventID, sub)
+	if err != nil {
+		return nil, err
+	}
+	catchUp, err := s.catchUp(ctx, eventID, after, last)
+	if err != nil {
+		s.remove(h, sub)
+		return nil, err
+	}
+	s.activate(h, sub, catchUp)
+	context.AfterFunc(ctx, func() { s.remove(h, sub) })
+	return ch, nil
+}
+
+// converted returns conv(u), computed once per update and result type:
+// conv must be the same function for every subscriber of one type T.
+func converted[T any](u *Update, conv func(*Update) T) T {
+	key := reflect.TypeFor[T]()
+	if v, ok := u.memo.Load(key); ok {
+		return v.(T)
+	}
+	v, _ := u.memo.LoadOrStore(key, conv(u))
+	return v.(T)
+}
+
+// catchUp returns what a subscriber needs before the hub's live frames
+// (which start after last).
+func (s *Service) catchUp(ctx context.Context, eventID, after, last string) ([]*Update, error) {
+	if after != "" {
+		ok, err := s.cursorValid(ctx, eventID, after)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return s.replay(ctx, eventID, after, last)
+		}
+	}
+	snap, err := s.Snapshot(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	first := &Update{EventID: eventID, Cursor: snap.Cursor, Snapshot: snap, Seats: []Seat{}, GeneralAdmission: []GA{}}
+	more, err := s.replay(ctx, eventID, snap.Cursor, last)
+	if err != nil {
+		return nil, err
+	}
+	return append([]*Update{first}, more...), nil
+}

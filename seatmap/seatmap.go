@@ -1,0 +1,317 @@
+// Package seatmap is the live seat map: it publishes committed inventory
+// changes (from the outbox relay) to Redis, and fans them out to the viewers
+// connected to this instance.
+//
+// Redis holds, per event, a capped stream seatmap:{eventId} (XADD MAXLEN ~)
+// whose entry ids are the cursors clients resume from, and a pub/sub channel
+// that only says "the stream grew". Each instance keeps one hub per event
+// with local viewers: the hub listens on that channel (all hubs share one
+// Redis pub/sub connection), reads the new stream entries at most once per
+// coalescing window, merges them (latest version per seat and GA section
+// wins) and hands the one resulting frame to every local subscriber.
+//
+// Every seat and GA section carries a version that only grows; whoever
+// applies updates (the hub, the browser, View) ignores one that is not newer,
+// so a redelivered or replayed change is harmless.
+package seatmap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/ticketing/ticketing/apperr"
+	"github.com/ticketing/ticketing/store"
+)
+
+// Seat is the state of one seat of an event.
+type Seat struct {
+	SeatID    string `json:"seatId"`
+	SectionID string `json:"sectionId"`
+	Status    string `json:"status"`
+	Version   int64  `json:"version"`
+}
+
+// GA is the state of one general-admission section of an event.
+type GA struct {
+	SectionID string `json:"sectionId"`
+	Available int    `json:"available"`
+	Version   int64  `json:"version"`
+}
+
+// Snapshot is the whole seat map of an event. Cursor is the stream position
+// read before the map was: every change after it is in the stream.
+type Snapshot struct {
+	EventID          string `json:"eventId"`
+	Cursor           string `json:"cursor"`
+	Seats            []Seat `json:"seats"`
+	GeneralAdmission []GA   `json:"generalAdmission"`
+}
+
+// Update is one message to a subscriber: changes up to Cursor, or (first
+// message) a Snapshot that replaces the client's map. Shared between
+// subscribers: never modify one.
+type Update struct {
+	EventID          string    `json:"eventId"`
+	Cursor           string    `json:"cursor"`
+	Snapshot         *Snapshot `json:"snapshot,omitempty"`
+	Seats            []Seat    `json:"seats"`
+	GeneralAdmission []GA      `json:"generalAdmission"`
+
+	// memo holds the update converted for each transport's type, computed
+	// once and shared by every subscriber the update fans out to.
+	memo sync.Map // reflect.Type -> converted value
+}
+
+// Config tunes a Service; zero values take the defaults.
+type Config struct {
+	// Prefix is prepended to every Redis key and channel (tests use one each).
+	Prefix string
+	// MaxLen caps each event's stream, approximately (default 10000 entries).
+	MaxLen int64
+	// Coalesce is how long a hub gathers changes before one frame (default 100ms).
+	Coalesce time.Duration
+	// Buffer is the frames a subscriber may have pending before it is cut
+	// off as too slow (default 32).
+	Buffer int
+	// SnapshotTTL is how long a seat map snapshot is served from memory (default 1s).
+	SnapshotTTL time.Duration
+	// Keepalive is the SSE comment interval (default 15s).
+	Keepalive time.Duration
+	// CheckOrigin decides whether a browser Origin may open the SSE stream;
+	// nil allows any.
+	CheckOrigin func(r *http.Request) bool
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+}
+
+// Service publishes seat map changes and serves snapshots and subscriptions.
+type Service struct {
+	rdb *redis.Client
+	st  *store.Store
+	cfg Config
+	log *slog.Logger
+	m   metrics
+
+	mu   sync.Mutex
+	hubs map[string]*hub
+
+	psMu     sync.Mutex // orders pub/sub (un)subscriptions of hubs
+	ps       *redis.PubSub
+	dispatch sync.Once
+
+	sf     singleflight.Group
+	cacheM sync.Mutex
+	cache  map[string]cached
+}
+
+type cached struct {
+	snap *Snapshot
+	at   time.Time
+}
+
+// New returns a Service. Close it to release its pub/sub connection.
+func New(rdb *redis.Client, st *store.Store, cfg Config) *Service {
+	if cfg.MaxLen <= 0 {
+		cfg.MaxLen = 10000
+	}
+	if cfg.Coalesce <= 0 {
+		cfg.Coalesce = 100 * time.Millisecond
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 32
+	}
+	if cfg.SnapshotTTL <= 0 {
+		cfg.SnapshotTTL = time.Second
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = 15 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Service{
+		rdb: rdb, st: st, cfg: cfg, log: cfg.Log, m: newMetrics(cfg.Registerer),
+		hubs:  map[string]*hub{},
+		cache: map[string]cached{},
+	}
+	s.ps = rdb.Subscribe(context.Background())
+	return s
+}
+
+// Close stops every hub (their subscribers' channels are closed) and the
+// pub/sub connection.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	hubs := s.hubs
+	s.hubs = map[string]*hub{}
+	s.mu.Unlock()
+	for _, h := range hubs {
+		h.shutdown()
+	}
+	return s.ps.Close()
+}
+
+func (s *Service) streamKey(eventID string) string { return s.cfg.Prefix + "seatmap:" + eventID }
+func (s *Service) channel(eventID string) string   { return s.cfg.Prefix + "seatmap:n:" + eventID }
+
+// checkEvent validates the id and that the event exists.
+func (s *Service) checkEvent(ctx context.Context, eventID string) error {
+	if _, err := uuid.Parse(eventID); err != nil {
+		return apperr.Invalid("eventId", "not a valid id")
+	}
+	ok, err := s.st.SeatMapEventExists(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("seat map: event %s: %w", eventID, apperr.ErrNotFound)
+	}
+	return nil
+}
+
+// Cursor returns the event's current stream position ("0-0" before any
+// change): a snapshot taken after reading it misses nothing that follows it.
+func (s *Service) Cursor(ctx context.Context, eventID string) (string, error) {
+	info, err := s.rdb.XInfoStream(ctx, s.streamKey(eventID)).Result()
+	if isNoStream(err) {
+		return "0-0", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("seat map cursor: %w", err)
+	}
+	return info.LastGeneratedID, nil
+}
+
+func isNoStream(err error) bool {
+	return err != nil && (errors.Is(err, redis.Nil) || strings.Contains(err.Error(), "no such key"))
+}
+
+// cursorValid reports whether every change after cursor is still in the
+// stream, so that replaying from it misses nothing.
+func (s *Service) cursorValid(ctx context.Context, eventID, cursor string) (bool, error) {
+	if _, ok := parseID(cursor); !ok {
+		return false, nil
+	}
+	key := s.streamKey(eventID)
+	info, err := s.rdb.XInfoStream(ctx, key).Result()
+	if isNoStream(err) {
+		return false, nil // Redis lost the history (or never had it)
+	}
+	if err != nil {
+		return false, fmt.Errorf("seat map cursor: %w", err)
+	}
+	switch c := compareID(cursor, info.LastGeneratedID); {
+	case c > 0:
+		return false, nil // from the future: not this stream's
+	case c == 0, info.EntriesAdded == info.Length:
+		return true, nil // nothing missed, or nothing ever trimmed
+	}
+	// Trimming removes the oldest entries only: if the cursor's own entry is
+	// still there, so is everything after it.
+	msgs, err := s.rdb.XRangeN(ctx, key, cursor, cursor, 1).Result()
+	if err != nil {
+		return false, fmt.Errorf("seat map cursor: %w", err)
+	}
+	return len(msgs) == 1, nil
+}
+
+// parseID splits a stream id "ms-seq".
+func parseID(id string) ([2]uint64, bool) {
+	ms, seq, ok := strings.Cut(id, "-")
+	a, err1 := strconv.ParseUint(ms, 10, 64)
+	b, err2 := strconv.ParseUint(seq, 10, 64)
+	return [2]uint64{a, b}, ok && err1 == nil && err2 == nil
+}
+
+// compareID orders two valid stream ids.
+func compareID(a, b string) int {
+	x, _ := parseID(a)
+	y, _ := parseID(b)
+	for i := range x {
+		if x[i] != y[i] {
+			if x[i] < y[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// Snapshot returns the event's seat map from a short-lived cache over
+// Postgres, loaded once per event however many viewers ask at once. Its
+// Cursor was read before the map.
+func (s *Service) Snapshot(ctx context.Context, eventID string) (*Snapshot, error) {
+	s.cacheM.Lock()
+	c, ok := s.cache[eventID]
+	s.cacheM.Unlock()
+	if ok && time.Since(c.at) < s.cfg.SnapshotTTL {
+		return c.snap, nil
+	}
+	ch := s.sf.DoChan(eventID, func() (any, error) {
+		// Not the first caller's ctx: the others wait on this load too.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		snap, err := s.load(lctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		s.cacheM.Lock()
+		now := time.Now()
+		if len(s.cache) > 1000 {
+			for k, v := range s.cache {
+				if now.Sub(v.at) >= s.cfg.SnapshotTTL {
+					delete(s.cache, k)
+				}
+			}
+		}
+		s.cache[eventID] = cached{snap, now}
+		s.cacheM.Unlock()
+		return snap, nil
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*Snapshot), nil
+	}
+}
+
+func (s *Service) load(ctx context.Context, eventID string) (*Snapshot, error) {
+	cursor, err := s.Cursor(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	seats, err := s.st.SeatMapSeats(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	ga, err := s.st.SeatMapGA(ctx, eventID, nil)
+	if err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{EventID: eventID, Cursor: cursor, Seats: make([]Seat, len(seats)), GeneralAdmission: make([]GA, len(ga))}
+	for i, x := range seats {
+		snap.Seats[i] = Seat(x)
+	}
+	for i, x := range ga {
+		snap.GeneralAdmission[i] = GA(x)
+	}
+	return snap, nil
+}

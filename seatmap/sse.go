@@ -1,0 +1,85 @@
+package seatmap
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ticketing/ticketing/apperr"
+)
+
+// ServeHTTP is the REST stream GET /api/events/{eventId}/seatmap/stream:
+// Server-Sent Events whose id is the cursor, so a browser's EventSource
+// resumes by itself with Last-Event-ID (or ?after=). Each data line is a
+// SeatMapUpdate as JSON. A comment line every Keepalive keeps proxies from
+// closing an idle stream. A client that does not keep up gets a "resync"
+// event and the stream ends: it reconnects, with its cursor.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Origin") != "" && s.cfg.CheckOrigin != nil && !s.cfg.CheckOrigin(r) {
+		writeError(w, apperr.ErrForbidden)
+		return
+	}
+	after := r.Header.Get("Last-Event-ID")
+	if after == "" {
+		after = r.URL.Query().Get("after")
+	}
+	ctx := r.Context()
+	ch, err := Subscribe(ctx, s, r.PathValue("eventId"), after, func(u *Update) *Update { return u })
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// A write that cannot finish in time means a dead or stuck client.
+	write := func(f string, args ...any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(w, f, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write(": seat map of %s\nretry: 2000\n\n", r.PathValue("eventId")) {
+		return
+	}
+	ka := time.NewTicker(s.cfg.Keepalive)
+	defer ka.Stop()
+	for {
+		select {
+		case u, ok := <-ch:
+			if !ok {
+				if ctx.Err() == nil {
+					write("event: resync\ndata: {}\n\n")
+				}
+				return
+			}
+			b, err := json.Marshal(u)
+			if err != nil || !write("id: %s\ndata: %s\n\n", u.Cursor, b) {
+				return
+			}
+		case <-ka.C:
+			if !write(": keepalive\n\n") {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// writeError answers with the REST error body of the contract.
+func writeError(w http.ResponseWriter, err error) {
+	d, _ := apperr.Describe(err) // unknown errors read as INTERNAL
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(d.HTTPStatus)
+	body := map[string]any{"code": d.Code, "message": d.Message}
+	for k, v := range d.Extensions {
+		body[k] = v
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": body})
+}

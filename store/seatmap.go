@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SeatMapSeat is the state of one seat of an event. A HELD seat whose hold
+// has expired by the database clock reads as AVAILABLE.
+type SeatMapSeat struct {
+	SeatID    string `db:"seat_id"`
+	SectionID string `db:"section_id"`
+	Status    string `db:"status"`
+	Version   int64  `db:"version"`
+}
+
+// SeatMapGA is the state of one general-admission section of an event:
+// units available now, and the highest unit version (which only grows).
+type SeatMapGA struct {
+	SectionID string `db:"section_id"`
+	Available int    `db:"available"`
+	Version   int64  `db:"version"`
+}
+
+const (
+	sqlSeatMapSeats = `
+SELECT seat_id::text AS seat_id, section_id::text AS section_id,
+       CASE WHEN status = 'HELD' AND expires_at <= now() THEN 'AVAILABLE' ELSE status END AS status,
+       version
+FROM inventory
+WHERE event_id = $1 AND seat_id IS NOT NULL
+ORDER BY id`
+
+	// $2 NULL means every GA section of the event.
+	sqlSeatMapGA = `
+SELECT section_id::text AS section_id,
+       (count(*) FILTER (WHERE status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now())))::int AS available,
+       max(version) AS version
+FROM inventory
+WHERE event_id = $1 AND unit_no IS NOT NULL AND ($2::uuid[] IS NULL OR section_id = ANY($2::uuid[]))
+GROUP BY section_id
+ORDER BY section_id`
+
+	sqlSeatMapEventExists = `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1)`
+)
+
+// SeatMapSeats returns every seat of an event with its status and version.
+func (s *Store) SeatMapSeats(ctx context.Context, eventID string) ([]SeatMapSeat, error) {
+	rows, err := s.db.Query(ctx, sqlSeatMapSeats, eventID)
+	if err != nil {
+		return nil, wrap("seat map seats", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[SeatMapSeat])
+	return out, wrap("seat map seats", err)
+}
+
+// SeatMapGA counts the available units of the event's GA sections (all of
+// them when sectionIDs is nil), read now from committed state.
+func (s *Store) SeatMapGA(ctx context.Context, eventID string, sectionIDs []string) ([]SeatMapGA, error) {
+	rows, err := s.db.Query(ctx, sqlSeatMapGA, eventID, sectionIDs)
+	if err != nil {
+		return nil, wrap("seat map ga", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[SeatMapGA])
+	return out, wrap("seat map ga", err)
+}
+
+// SeatMapEventExists reports whether the event exists.
+func (s *Store) SeatMapEventExists(ctx context.Context, eventID string) (bool, error) {
+	var ok bool
+	err := s.db.QueryRow(ctx, sqlSeatMapEventExists, eventID).Scan(&ok)
+	return ok, wrap("seat map event", err)
+}
