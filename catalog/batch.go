@@ -1,0 +1,159 @@
+package catalog
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketing/ticketing/store"
+)
+
+// Batch getters for dataloaders: one query per call whatever the number of
+// keys. Ids that are not UUIDs, or do not exist, are absent from the maps
+// returned by the by-id getters; the by-parent getters return an entry
+// (possibly empty) for every valid key.
+
+// VenuesByIDs returns venues by id.
+func (s *Service) VenuesByIDs(ctx context.Context, ids []string) (map[string]Venue, error) {
+	return byID(ctx, ids, s.st.VenuesByIDs, func(v Venue) string { return v.ID })
+}
+
+// EventsByIDs returns events by id.
+func (s *Service) EventsByIDs(ctx context.Context, ids []string) (map[string]Event, error) {
+	return byID(ctx, ids, s.st.EventsByIDs, func(e Event) string { return e.ID })
+}
+
+// ArtistsByIDs returns artists by id.
+func (s *Service) ArtistsByIDs(ctx context.Context, ids []string) (map[string]Artist, error) {
+	return byID(ctx, ids, s.st.ArtistsByIDs, func(a Artist) string { return a.ID })
+}
+
+// SectionsByIDs returns sections by id.
+func (s *Service) SectionsByIDs(ctx context.Context, ids []string) (map[string]Section, error) {
+	return byID(ctx, ids, s.st.SectionsByIDs, func(c Section) string { return c.ID })
+}
+
+// SeatsByIDs returns seats by id.
+func (s *Service) SeatsByIDs(ctx context.Context, ids []string) (map[string]Seat, error) {
+	return byID(ctx, ids, s.st.SeatsByIDs, func(c Seat) string { return c.ID })
+}
+
+// SectionsByVenueIDs returns the sections of each venue in position order.
+func (s *Service) SectionsByVenueIDs(ctx context.Context, venueIDs []string) (map[string][]Section, error) {
+	return byParent(ctx, venueIDs, s.st.SectionsByVenueIDs, func(c Section) (string, Section) { return c.VenueID, c })
+}
+
+// SeatsBySectionIDs returns the seats of each section in row then number order.
+func (s *Service) SeatsBySectionIDs(ctx context.Context, sectionIDs []string) (map[string][]Seat, error) {
+	return byParent(ctx, sectionIDs, s.st.SeatsBySectionIDs, func(c Seat) (string, Seat) { return c.SectionID, c })
+}
+
+// ArtistsByEventIDs returns the artists of each event in billing order.
+func (s *Service) ArtistsByEventIDs(ctx context.Context, eventIDs []string) (map[string][]Artist, error) {
+	return byParent(ctx, eventIDs, s.st.ArtistsByEventIDs, func(a store.EventArtist) (string, Artist) { return a.EventID, a.Artist })
+}
+
+// PricesByEventIDs returns the prices of each event in section order.
+func (s *Service) PricesByEventIDs(ctx context.Context, eventIDs []string) (map[string][]Price, error) {
+	return byParent(ctx, eventIDs, s.st.PricesByEventIDs, func(p Price) (string, Price) { return p.EventID, p })
+}
+
+// AvailabilityByEventIDs counts the inventory of each event (zero counts for
+// an event without inventory).
+func (s *Service) AvailabilityByEventIDs(ctx context.Context, eventIDs []string) (map[string]Availability, error) {
+	ids := validUUIDs(eventIDs)
+	out := make(map[string]Availability, len(ids))
+	for _, id := range ids {
+		out[id] = Availability{EventID: id}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.st.InventoryAvailability(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("availability: %w", err)
+	}
+	for _, a := range rows {
+		out[a.EventID] = a
+	}
+	return out, nil
+}
+
+func byID[T any](ctx context.Context, ids []string, load func(context.Context, []string) ([]T, error), key func(T) string) (map[string]T, error) {
+	ids = validUUIDs(ids)
+	out := make(map[string]T, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := load(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[key(r)] = r
+	}
+	return out, nil
+}
+
+func byParent[R, T any](ctx context.Context, ids []string, load func(context.Context, []string) ([]R, error), split func(R) (string, T)) (map[string][]T, error) {
+	ids = validUUIDs(ids)
+	out := make(map[string][]T, len(ids))
+	for _, id := range ids {
+		out[id] = []T{}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := load(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		k, v := split(r)
+		out[k] = append(out[k], v)
+	}
+	return out, nil
+}
+
+// validUUID reports whether id is a UUID in canonical form (as the database
+// prints it, so that map keys match).
+func validUUID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == id
+}
+
+func validUUIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if validUUID(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Cursors are opaque: base64url of "<starts_at RFC 3339 nano>|<id>".
+func encodeCursor(c store.EventCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.StartsAt.UTC().Format(time.RFC3339Nano) + "|" + c.ID))
+}
+
+func decodeCursor(s string) (store.EventCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return store.EventCursor{}, err
+	}
+	at, id, ok := strings.Cut(string(b), "|")
+	if !ok || !validUUID(id) {
+		return store.EventCursor{}, errors.New("bad cursor")
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return store.EventCursor{}, err
+	}
+	return store.EventCursor{StartsAt: t, ID: id}, nil
+}

@@ -1,0 +1,258 @@
+// Package demo loads a believable demo catalog (venues in Spain, Latin
+// America, London and New York; artists; 300 events over the next six
+// months, in Spanish and English) and generates large catalogs for
+// benchmarks. Everything goes through the catalog service, so the demo data
+// is validated and gets its inventory exactly like admin-created data.
+//
+// Ids are deterministic (UUIDv5 of a name), and what exists is skipped:
+// seeding twice creates nothing the second time.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/catalog"
+)
+
+// DemoEvents is the number of events of the demo catalog.
+const DemoEvents = 300
+
+// namespace of the demo's deterministic ids.
+var namespace = uuid.MustParse("6f1c2a4e-5b7d-4c3e-9a8b-0d1e2f3a4b5c")
+
+func id(kind string, key any) string {
+	return uuid.NewSHA1(namespace, fmt.Appendf(nil, "%s/%v", kind, key)).String()
+}
+
+// Counts reports what a seed run created.
+type Counts struct {
+	Venues, Artists, Events int
+}
+
+// seeder acts as the catalog administrator.
+func seeder(ctx context.Context) context.Context {
+	return auth.WithUser(ctx, auth.User{ID: "demo-seeder", Roles: []string{"admin"}})
+}
+
+// Seed loads the demo catalog; what already exists is left alone. Event
+// times are relative to now: the first run decides them.
+func Seed(ctx context.Context, svc *catalog.Service, now time.Time) (Counts, error) {
+	ctx = seeder(ctx)
+	c, secs, err := seedBase(ctx, svc)
+	if err != nil {
+		return c, err
+	}
+	rng := rand.New(rand.NewPCG(2024, 6))
+	ins := make([]catalog.EventInput, 0, DemoEvents)
+	for i := range DemoEvents {
+		ins = append(ins, demoEvent(i, now, rng, secs))
+	}
+	c.Events, err = createMissing(ctx, svc, ins)
+	return c, err
+}
+
+// SeedEvents adds n generated events (ids "bench/0".."bench/n-1", so a
+// second run with the same n adds nothing) over the demo venues and artists,
+// which it seeds first if needed. Inserts go in batches of 500 events.
+func SeedEvents(ctx context.Context, svc *catalog.Service, now time.Time, n int) (Counts, error) {
+	ctx = seeder(ctx)
+	c, secs, err := seedBase(ctx, svc)
+	if err != nil {
+		return c, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 42))
+	for start := 0; start < n; start += 500 {
+		ins := make([]catalog.EventInput, 0, 500)
+		for i := start; i < min(n, start+500); i++ {
+			in := demoEvent(i, now, rng, secs)
+			in.ID = id("bench", i)
+			in.Name = fmt.Sprintf("%s #%d", in.Name, i+1)
+			ins = append(ins, in)
+		}
+		k, err := createMissing(ctx, svc, ins)
+		c.Events += k
+		if err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// seedBase creates the demo venues and artists that do not exist yet and
+// returns the sections of every demo venue (secs[i] of venues[i]).
+func seedBase(ctx context.Context, svc *catalog.Service) (c Counts, secs [][]catalog.Section, err error) {
+	vids := make([]string, len(venues))
+	for i, v := range venues {
+		vids[i] = id("venue", v.name)
+	}
+	have, err := svc.VenuesByIDs(ctx, vids)
+	if err != nil {
+		return c, nil, err
+	}
+	for i, v := range venues {
+		if _, ok := have[vids[i]]; ok {
+			continue
+		}
+		_, err := svc.CreateVenue(ctx, catalog.VenueInput{
+			ID: vids[i], Name: v.name, Address: v.address, City: v.city, Country: v.country,
+			Lat: v.lat, Lon: v.lon, Sections: v.sections,
+		})
+		if err != nil {
+			return c, nil, fmt.Errorf("demo venue %s: %w", v.name, err)
+		}
+		c.Venues++
+	}
+	aids := make([]string, len(artists))
+	for i, a := range artists {
+		aids[i] = id("artist", a.name)
+	}
+	haveA, err := svc.ArtistsByIDs(ctx, aids)
+	if err != nil {
+		return c, nil, err
+	}
+	for i, a := range artists {
+		if _, ok := haveA[aids[i]]; ok {
+			continue
+		}
+		if _, err := svc.CreateArtist(ctx, catalog.ArtistInput{ID: aids[i], Name: a.name, Bio: a.bio, Genres: a.genres}); err != nil {
+			return c, nil, fmt.Errorf("demo artist %s: %w", a.name, err)
+		}
+		c.Artists++
+	}
+	byVenue, err := svc.SectionsByVenueIDs(ctx, vids)
+	if err != nil {
+		return c, nil, err
+	}
+	for _, vid := range vids {
+		secs = append(secs, byVenue[vid])
+	}
+	return c, secs, nil
+}
+
+// createMissing creates the events whose ids do not exist yet, in one batch.
+func createMissing(ctx context.Context, svc *catalog.Service, ins []catalog.EventInput) (int, error) {
+	ids := make([]string, len(ins))
+	for i, in := range ins {
+		ids[i] = in.ID
+	}
+	have, err := svc.EventsByIDs(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	var todo []catalog.EventInput
+	for _, in := range ins {
+		if _, ok := have[in.ID]; !ok {
+			todo = append(todo, in)
+		}
+	}
+	for start := 0; start < len(todo); start += 50 {
+		if _, err := svc.CreateEvents(ctx, todo[start:min(len(todo), start+50)]); err != nil {
+			return start, err
+		}
+	}
+	return len(todo), nil
+}
+
+// demoEvent is the i-th demo event: venues in turn, spread over the next
+// six months, in the venue's language and currency.
+func demoEvent(i int, now time.Time, rng *rand.Rand, secs [][]catalog.Section) catalog.EventInput {
+	vi := i % len(venues)
+	v := venues[vi]
+	cats := categoriesOf[v.kind]
+	cat := cats[rng.IntN(len(cats))]
+	lang := spanish
+	if v.english {
+		lang = english
+		if _, ok := lang[cat]; !ok {
+			cat = "concierto"
+		}
+	}
+	t := lang[cat]
+	name := t.names[rng.IntN(len(t.names))]
+
+	day := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, 2+i*180/DemoEvents)
+	starts := day.Add(time.Duration(18+rng.IntN(4)) * time.Hour).Add(time.Duration(rng.IntN(2)*30) * time.Minute)
+	ends := starts.Add(time.Duration(90+rng.IntN(4)*30) * time.Minute)
+
+	in := catalog.EventInput{
+		ID:                  id("event", i),
+		Name:                name,
+		Description:         t.descriptions[rng.IntN(len(t.descriptions))],
+		Category:            cat,
+		StartsAt:            starts,
+		EndsAt:              &ends,
+		VenueID:             id("venue", v.name),
+		SaleStartsAt:        now.Add(-time.Hour),
+		MaxTicketsPerUser:   []int{8, 8, 6, 4, 10}[rng.IntN(5)],
+		HoldDurationSeconds: 600,
+		RefundPolicy:        refundPolicies[rng.IntN(len(refundPolicies))],
+	}
+	switch {
+	case i%25 == 0:
+		in.QueueRequired = true
+		in.MaxTicketsPerUser = 4
+		in.HoldDurationSeconds = 300
+	case i%11 == 0:
+		// The sale opens later.
+		in.SaleStartsAt = starts.AddDate(0, 0, -14)
+		if !in.SaleStartsAt.After(now) {
+			in.SaleStartsAt = now.Add(24 * time.Hour)
+		}
+	case i%13 == 0:
+		in.HoldDurationSeconds = 900
+	}
+	if i%7 == 0 {
+		end := starts.Add(-2 * time.Hour)
+		in.SaleEndsAt = &end
+	}
+	switch cat {
+	case "concierto", "comedia":
+		in.ArtistIDs = pickArtists(rng, 1+rng.IntN(2))
+	case "festival":
+		in.ArtistIDs = pickArtists(rng, 3+rng.IntN(3))
+	case "teatro", "familia":
+		if rng.IntN(2) == 0 {
+			in.ArtistIDs = pickArtists(rng, 1)
+		}
+	}
+	if len(in.ArtistIDs) > 0 && cat == "concierto" && !v.english {
+		in.Name = artists[artistIndex[in.ArtistIDs[0]]].name + ": " + name
+	}
+	// Prices: the front sections cost more; multiples of 5 major units.
+	for j, s := range secs[vi] {
+		factor := []int64{4, 2, 2, 1, 1}[min(j, 4)]
+		if s.Kind == string(catalog.KindGeneralAdmission) {
+			factor = 2
+		}
+		amount := v.base * factor * int64(8+rng.IntN(5)) / 8
+		unit := int64(500)
+		if v.currency == "CLP" {
+			unit = 5000 // CLP has no minor unit: amounts are whole pesos.
+		}
+		amount = (amount + unit - 1) / unit * unit
+		in.Prices = append(in.Prices, catalog.PriceInput{SectionID: s.ID, Amount: amount, Currency: v.currency})
+	}
+	return in
+}
+
+var artistIndex = func() map[string]int {
+	m := map[string]int{}
+	for i, a := range artists {
+		m[id("artist", a.name)] = i
+	}
+	return m
+}()
+
+func pickArtists(rng *rand.Rand, n int) []string {
+	out := make([]string, 0, n)
+	for _, k := range rng.Perm(len(artists))[:n] {
+		out = append(out, id("artist", artists[k].name))
+	}
+	return out
+}
