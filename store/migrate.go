@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/ticketing/ticketing/migrations"
 )
@@ -20,7 +22,39 @@ import (
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	return migrateDB(ctx, db, log)
+	if err := migrateDB(ctx, db, log); err != nil {
+		return err
+	}
+	return migrateRiver(ctx, pool, log)
+}
+
+// migrateRiver applies the job queue's own migrations (river, used by the
+// orders engine for compensations and reconciliation).
+func migrateRiver(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	// Serialise instances starting together (goose's lock is released).
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7274747)"); err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7274747)") //nolint:errcheck
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	res, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	for _, v := range res.Versions {
+		if log != nil {
+			log.Info("river migration applied", "version", v.Version, "duration", v.Duration)
+		}
+	}
+	return nil
 }
 
 func migrateDB(ctx context.Context, db *sql.DB, log *slog.Logger) error {

@@ -1,0 +1,340 @@
+package orders_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/audit"
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/testdb"
+	"github.com/ticketing/ticketing/orders"
+	"github.com/ticketing/ticketing/payments"
+	"github.com/ticketing/ticketing/store"
+)
+
+const testSecret = "whsec_orders_test"
+
+var ticketKey = []byte("ticket-key-for-tests-0123456789")
+
+// paysimURL is the sandbox provider, run by TestMain as a separate process
+// with its state in the database paysimDB.
+var paysimURL, paysimDB string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "orders-paysim-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "paysimd")
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/paysimd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build paysimd: %v\n%s", err, out)
+		return 1
+	}
+	ctx := context.Background()
+	dbName := "orders_paysim_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
+	admin, err := pgx.Connect(ctx, testdb.BaseURL())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
+		admin.Close(ctx)
+	}()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PAYSIM_ADDR="+addr, "PAYSIM_DATABASE_URL="+testdb.URLFor(dbName),
+		"PAYMENTS_WEBHOOK_SECRET="+testSecret, "PUBLIC_BASE_URL=http://shop.test")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	paysimURL = "http://" + addr
+	paysimDB = testdb.URLFor(dbName)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(paysimURL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "paysim did not start: %s\n", logs.String())
+			return 1
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return m.Run()
+}
+
+// env is one test's world: its own database, the orders service with its
+// webhook endpoint on a local server, and an event to sell.
+type env struct {
+	t      *testing.T
+	pool   *pgxpool.Pool
+	st     *store.Store
+	holds  *holds.Service
+	svc    *orders.Service
+	srv    *httptest.Server
+	ev     event
+	ctx    context.Context
+	sb     *payments.Sandbox
+	cancel context.CancelFunc
+}
+
+type envOpts struct {
+	simulate map[string]any
+	workers  bool
+	// providerTimeout for the orders service's provider calls.
+	httpTimeout time.Duration
+}
+
+type event struct {
+	ID     string
+	Seated string
+	GA     string
+	Seats  []string
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	pool := testdb.NewPool(t)
+	st := store.New(pool)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e := &env{t: t, pool: pool, st: st, ctx: ctx, cancel: cancel}
+	e.holds = holds.New(st, holds.Config{})
+	mux := http.NewServeMux()
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	hc := http.DefaultClient
+	if o.httpTimeout > 0 {
+		hc = &http.Client{Timeout: o.httpTimeout}
+	}
+	e.sb = payments.NewSandbox(paysimURL, testSecret, hc)
+	svc, err := orders.New(st, orders.Config{
+		Provider:          e.sb,
+		PublicBaseURL:     e.srv.URL,
+		TicketKey:         ticketKey,
+		Simulate:          o.simulate,
+		ReconcileAfter:    time.Second,
+		ReconcileInterval: 500 * time.Millisecond,
+		Log:               slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	e.svc = svc
+	mux.Handle("POST /webhooks/payments", svc.WebhookHandler())
+	if o.workers {
+		e.startWorkers()
+	}
+	e.ev = createEvent(t, pool)
+	return e
+}
+
+// startWorkers runs the service's river workers until the test ends.
+func (e *env) startWorkers() {
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.svc.RunWorkers(e.ctx) }()
+	e.t.Cleanup(func() { e.cancel(); <-done })
+}
+
+// providerCharges counts the payments paysim holds for our attempt.
+func providerCharges(t *testing.T, reference string) int {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), paysimDB)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	var n int
+	require.NoError(t, c.QueryRow(context.Background(), `SELECT count(*) FROM paysim.payments WHERE reference = $1`, reference).Scan(&n))
+	return n
+}
+
+// createEvent writes a venue with a seated section of 10 seats and a GA
+// section of 10 units, an event on sale with prices, and its inventory.
+func createEvent(t *testing.T, pool *pgxpool.Pool) event {
+	ctx := context.Background()
+	venue := uuid.NewString()
+	e := event{ID: uuid.NewString(), Seated: uuid.NewString(), GA: uuid.NewString()}
+	stmts := []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'Hall', 'Street 1', 'Madrid', 'ES', 40.4, -3.7)`, []any{venue}},
+		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 1, 'Stalls', 'SEATED', 10)`, []any{e.Seated, venue}},
+		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 2, 'Floor', 'GENERAL_ADMISSION', 10)`, []any{e.GA, venue}},
+		{`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y)
+		  SELECT gen_random_uuid(), $1, 'A', 0, n, n, 0 FROM generate_series(1, 10) n`, []any{e.Seated}},
+		{`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds, queue_required)
+		  VALUES ($1, $2, 'Show', 'music', now() + interval '30 days', now() - interval '1 hour', 8, 600, false)`, []any{e.ID, venue}},
+		{`INSERT INTO event_prices VALUES ($1, $2, 5000, 'EUR'), ($1, $3, 2500, 'EUR')`, []any{e.ID, e.Seated, e.GA}},
+		{`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2 ORDER BY number`, []any{e.ID, e.Seated}},
+		{`INSERT INTO inventory (event_id, section_id, unit_no) SELECT $1, $2, g FROM generate_series(1, 10) g`, []any{e.ID, e.GA}},
+	}
+	for _, s := range stmts {
+		_, err := pool.Exec(ctx, s.sql, s.args...)
+		require.NoError(t, err, s.sql)
+	}
+	rows, err := pool.Query(ctx, `SELECT id::text FROM seats WHERE section_id = $1 ORDER BY number`, e.Seated)
+	require.NoError(t, err)
+	e.Seats, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return e
+}
+
+func user(id string) auth.User { return auth.User{ID: id} }
+
+// hold holds seats (by index) and ga units for u.
+func (e *env) hold(u auth.User, seats []int, ga int) holds.Hold {
+	e.t.Helper()
+	req := holds.CreateRequest{EventID: e.ev.ID, IdempotencyKey: uuid.NewString()}
+	for _, i := range seats {
+		req.SeatIDs = append(req.SeatIDs, e.ev.Seats[i])
+	}
+	if ga > 0 {
+		req.GeneralAdmission = []holds.GARequest{{SectionID: e.ev.GA, Quantity: ga}}
+	}
+	h, err := e.holds.Create(e.ctx, u, req)
+	require.NoError(e.t, err)
+	return h
+}
+
+// expireHold moves a hold's expiry into the past (as if its time ran out).
+func (e *env) expireHold(holdID string) {
+	e.t.Helper()
+	for _, q := range []string{
+		`UPDATE holds SET created_at = now() - interval '1 hour', expires_at = now() - interval '1 minute' WHERE id = $1`,
+		`UPDATE inventory SET expires_at = now() - interval '1 minute' WHERE hold_id = $1 AND status = 'HELD'`,
+		`UPDATE hold_items SET period = tstzrange(now() - interval '1 hour', now() - interval '1 minute') WHERE hold_id = $1`,
+	} {
+		_, err := e.pool.Exec(e.ctx, q, holdID)
+		require.NoError(e.t, err)
+	}
+}
+
+// pay settles a payment at paysim's hosted checkout as the buyer would.
+func pay(t *testing.T, checkoutURL, outcome string) {
+	t.Helper()
+	resp, err := http.PostForm(checkoutURL, url.Values{"outcome": {outcome}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+func (e *env) order(u auth.User, id string) orders.Order {
+	e.t.Helper()
+	o, err := e.svc.Get(e.ctx, u, id)
+	require.NoError(e.t, err)
+	return o
+}
+
+func (e *env) payments(orderID string) []orders.Payment {
+	e.t.Helper()
+	ps, err := e.svc.Payments(e.ctx, orderID)
+	require.NoError(e.t, err)
+	return ps
+}
+
+// lastPayment waits until the order's latest attempt has a checkout page.
+func (e *env) lastPayment(orderID string) orders.Payment {
+	e.t.Helper()
+	var p orders.Payment
+	require.Eventually(e.t, func() bool {
+		ps := e.payments(orderID)
+		p = ps[len(ps)-1]
+		return p.CheckoutURL != nil
+	}, 20*time.Second, 50*time.Millisecond)
+	return p
+}
+
+func (e *env) waitOrder(u auth.User, id, status string) orders.Order {
+	e.t.Helper()
+	var o orders.Order
+	require.Eventually(e.t, func() bool {
+		o = e.order(u, id)
+		return o.Status == status
+	}, 30*time.Second, 50*time.Millisecond, "order %s never became %s", id, status)
+	return o
+}
+
+func (e *env) waitPayment(orderID string, attempt int, status string) orders.Payment {
+	e.t.Helper()
+	var p orders.Payment
+	require.Eventually(e.t, func() bool {
+		ps := e.payments(orderID)
+		if len(ps) < attempt {
+			return false
+		}
+		p = ps[attempt-1]
+		return p.Status == status
+	}, 30*time.Second, 50*time.Millisecond, "payment %d of %s never became %s", attempt, orderID, status)
+	return p
+}
+
+// count runs a counting query.
+func (e *env) count(sql string, args ...any) int {
+	e.t.Helper()
+	var n int
+	require.NoError(e.t, e.pool.QueryRow(e.ctx, sql, args...).Scan(&n))
+	return n
+}
+
+// auditClean runs the audit (with the provider) and requires no anomaly.
+func (e *env) auditClean() {
+	e.t.Helper()
+	r, err := audit.Run(e.ctx, e.st, e.ev.ID, audit.Options{Provider: e.sb})
+	require.NoError(e.t, err)
+	require.Empty(e.t, r.Anomalies, "audit: %+v", r.Anomalies)
+}
+
+// post sends a signed (or forged) notification to the webhook endpoint.
+func (e *env) post(body []byte, sig string) int {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/webhooks/payments", bytes.NewReader(body))
+	if sig != "" {
+		req.Header.Set(payments.SignatureHeader, sig)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}

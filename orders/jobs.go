@@ -1,0 +1,153 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/ticketing/ticketing/store"
+)
+
+// The background work of the orders engine runs as river jobs in the
+// "payments" queue: compensations (refund, void) are inserted in the same
+// transaction as the state change that needs them, and the reconciler is a
+// periodic job. River retries a failed job with the backoff of NextRetry.
+
+// QueueName is the river queue of the orders engine.
+const QueueName = "payments"
+
+// live states: a job for the same payment in one of them is not inserted again.
+var uniqueStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}
+
+// RefundArgs asks for the refund of a REFUND_PENDING payment.
+type RefundArgs struct {
+	PaymentID string `json:"payment_id"`
+}
+
+// Kind is the river job kind.
+func (RefundArgs) Kind() string { return "orders.refund" }
+
+// InsertOpts: one live refund job per payment, many attempts.
+func (RefundArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 50, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+}
+
+// VoidArgs asks for the cancellation of an open attempt whose order can no
+// longer be confirmed.
+type VoidArgs struct {
+	PaymentID string `json:"payment_id"`
+}
+
+// Kind is the river job kind.
+func (VoidArgs) Kind() string { return "orders.void" }
+
+// InsertOpts: one live void job per payment, many attempts.
+func (VoidArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 50, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+}
+
+// ReconcileArgs runs one reconciliation pass.
+type ReconcileArgs struct{}
+
+// Kind is the river job kind.
+func (ReconcileArgs) Kind() string { return "orders.reconcile" }
+
+// InsertOpts: one pass at a time.
+func (ReconcileArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+}
+
+// backoff is min(2^attempt s, 5 min).
+func backoff(attempt int) time.Time {
+	d := time.Duration(1<<min(attempt, 9)) * time.Second
+	return time.Now().Add(min(d, 5*time.Minute))
+}
+
+type refundWorker struct {
+	river.WorkerDefaults[RefundArgs]
+	s *Service
+}
+
+func (w *refundWorker) Work(ctx context.Context, j *river.Job[RefundArgs]) error {
+	return w.s.refundPayment(ctx, j.Args.PaymentID)
+}
+
+func (w *refundWorker) NextRetry(j *river.Job[RefundArgs]) time.Time { return backoff(j.Attempt) }
+
+type voidWorker struct {
+	river.WorkerDefaults[VoidArgs]
+	s *Service
+}
+
+func (w *voidWorker) Work(ctx context.Context, j *river.Job[VoidArgs]) error {
+	return w.s.voidPayment(ctx, j.Args.PaymentID)
+}
+
+func (w *voidWorker) NextRetry(j *river.Job[VoidArgs]) time.Time { return backoff(j.Attempt) }
+
+type reconcileWorker struct {
+	river.WorkerDefaults[ReconcileArgs]
+	s *Service
+}
+
+func (w *reconcileWorker) Work(ctx context.Context, _ *river.Job[ReconcileArgs]) error {
+	_, err := w.s.Reconcile(ctx)
+	if err != nil {
+		w.s.cfg.Log.Warn("reconciliation incomplete", "err", err)
+	}
+	return nil // the next periodic run tries again
+}
+
+func newRiverClient(st *store.Store, s *Service) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &refundWorker{s: s})
+	river.AddWorker(workers, &voidWorker{s: s})
+	river.AddWorker(workers, &reconcileWorker{s: s})
+	quiet := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{
+		Queues:            map[string]river.QueueConfig{QueueName: {MaxWorkers: 4}},
+		Workers:           workers,
+		FetchPollInterval: 200 * time.Millisecond,
+		Logger:            quiet,
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(
+			river.PeriodicInterval(s.cfg.ReconcileInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return ReconcileArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true},
+		)},
+	})
+}
+
+// enqueue inserts a job in the caller's transaction.
+func (s *Service) enqueue(ctx context.Context, tx *store.Store, args river.JobArgs) error {
+	ptx, ok := tx.Tx()
+	if !ok {
+		return errors.New("orders: enqueue outside a transaction")
+	}
+	_, err := s.river.InsertTx(ctx, ptx, args, nil)
+	return err
+}
+
+// RunWorkers runs the compensation and reconciliation workers until ctx
+// ends, then stops them gracefully. Run it on instances with workers only.
+func (s *Service) RunWorkers(ctx context.Context) error {
+	if err := s.river.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.river.Stop(stop); err != nil {
+		return s.river.StopAndCancel(context.Background())
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package orders
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	checkout      prometheus.Histogram
+	withoutOrder  prometheus.Gauge
+	compensations prometheus.Gauge
+	actions       *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		checkout: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ticketing_checkout_duration_seconds",
+			Help:    "Time from order created to order confirmed.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200},
+		}),
+		withoutOrder: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketing_payments_without_order",
+			Help: "Succeeded payments whose order is not confirmed (compensation due), as of the last reconciliation.",
+		}),
+		compensations: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketing_pending_compensations",
+			Help: "Payments REFUND_PENDING, as of the last reconciliation.",
+		}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketing_reconciliation_actions_total",
+			Help: "Actions taken by the payment reconciler, by action.",
+		}, []string{"action"}),
+	}
+}
+
+// Collectors returns the service's Prometheus collectors, to register on
+// the App's registry.
+func (s *Service) Collectors() []prometheus.Collector {
+	m := s.metrics
+	return []prometheus.Collector{m.checkout, m.withoutOrder, m.compensations, m.actions}
+}

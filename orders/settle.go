@@ -1,0 +1,528 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ticketing/ticketing/payments"
+	"github.com/ticketing/ticketing/store"
+	"github.com/ticketing/ticketing/tickets"
+)
+
+// createRequest is the provider request of an attempt. It is rebuilt
+// identically from the row every time, so that a retried create with the
+// attempt's key is the same request (and gets the same payment).
+func (s *Service) createRequest(p Payment) payments.CreateRequest {
+	return payments.CreateRequest{
+		Amount:         p.Amount,
+		Currency:       p.Currency,
+		Reference:      p.ID,
+		WebhookURL:     s.cfg.PublicBaseURL + "/webhooks/payments",
+		ReturnURL:      s.cfg.PublicBaseURL + "/orders/" + p.OrderID,
+		IdempotencyKey: p.IdempotencyKey,
+		Simulate:       s.cfg.Simulate,
+	}
+}
+
+// openAtProvider creates (or re-creates, same key) the attempt at the
+// provider and records the answer. An unknown outcome leaves the attempt
+// UNKNOWN for the reconciler; a definite refusal fails it.
+func (s *Service) openAtProvider(ctx context.Context, p Payment) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ProviderTimeout)
+	defer cancel()
+	pp, err := s.cfg.Provider.CreatePayment(ctx, s.createRequest(p))
+	switch {
+	case err == nil:
+		err = s.settle(ctx, p.ID, pp, "provider answered create: "+string(pp.Status))
+	case errors.Is(err, payments.ErrRejected):
+		err = s.transition(ctx, p.ID, PaymentFailed, "provider refused create: "+err.Error())
+	default: // unknown outcome or unavailable: the reconciler resolves it with the same key
+		s.cfg.Log.Warn("payment create outcome unknown", "payment", p.ID, "err", err)
+		return
+	}
+	if err != nil {
+		s.cfg.Log.Error("record provider answer", "payment", p.ID, "err", err)
+	}
+}
+
+// resumeUnknown resolves the open attempts of an order: a create without an
+// answer is repeated with the same key; a pending one is queried.
+func (s *Service) resumeUnknown(ctx context.Context, orderID string) {
+	ps, err := s.st.OrderPayments(ctx, orderID)
+	if err != nil {
+		return
+	}
+	for _, p := range ps {
+		if Open(p.Status) {
+			_ = s.resolve(ctx, p)
+		}
+	}
+}
+
+// resolve learns the provider's state of an open attempt and records it.
+func (s *Service) resolve(ctx context.Context, p Payment) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ProviderTimeout)
+	defer cancel()
+	var (
+		pp  payments.ProviderPayment
+		err error
+	)
+	if p.ProviderRef == nil {
+		pp, err = s.cfg.Provider.CreatePayment(ctx, s.createRequest(p))
+		if errors.Is(err, payments.ErrRejected) {
+			return s.transition(ctx, p.ID, PaymentFailed, "provider refused repeated create: "+err.Error())
+		}
+	} else {
+		pp, err = s.cfg.Provider.GetPayment(ctx, *p.ProviderRef)
+	}
+	if err != nil {
+		return err
+	}
+	return s.settle(ctx, p.ID, pp, "reconciled with provider: "+string(pp.Status))
+}
+
+// settle records the provider's view of a payment (its id, checkout page
+// and status) through the state machine.
+func (s *Service) settle(ctx context.Context, paymentID string, pp payments.ProviderPayment, reason string) error {
+	var eff effects
+	err := s.st.InTx(ctx, func(tx *store.Store) error {
+		p, o, err := lockPayment(ctx, tx, paymentID)
+		if err != nil {
+			return err
+		}
+		if pp.ID != "" && p.ProviderRef == nil {
+			if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
+				return err
+			}
+			if err := tx.TouchOrder(ctx, o.ID); err != nil {
+				return err
+			}
+		}
+		to := fromProvider(pp.Status)
+		if to == "" {
+			return fmt.Errorf("unknown provider status %q", pp.Status)
+		}
+		eff, err = s.apply(ctx, tx, o, p, to, reason)
+		return err
+	})
+	s.after(ctx, eff)
+	return err
+}
+
+// transition moves a payment to a status for a reason of ours.
+func (s *Service) transition(ctx context.Context, paymentID, to, reason string) error {
+	var eff effects
+	err := s.st.InTx(ctx, func(tx *store.Store) error {
+		p, o, err := lockPayment(ctx, tx, paymentID)
+		if err != nil {
+			return err
+		}
+		eff, err = s.apply(ctx, tx, o, p, to, reason)
+		return err
+	})
+	s.after(ctx, eff)
+	return err
+}
+
+// lockPayment locks the payment's order, then the payment (the lock order).
+func lockPayment(ctx context.Context, tx *store.Store, paymentID string) (Payment, Order, error) {
+	p, err := tx.GetPayment(ctx, paymentID)
+	if err != nil {
+		return p, Order{}, err
+	}
+	o, err := tx.GetOrderForUpdate(ctx, p.OrderID)
+	if err != nil {
+		return p, o, err
+	}
+	p, err = tx.GetPaymentForUpdate(ctx, paymentID)
+	return p, o, err
+}
+
+// ApplyNotification applies a verified provider notification: deduplicated
+// by its id through webhook_inbox in the same transaction as its effect,
+// then applied through the state machine (duplicates and reordered ones
+// change nothing). A notification about a payment we do not know is
+// recorded and ignored.
+func (s *Service) ApplyNotification(ctx context.Context, provider string, n payments.Notification, raw []byte) error {
+	if !json.Valid(raw) {
+		raw, _ = json.Marshal(map[string]any{"id": n.ID, "type": n.Type, "payment": n.Payment})
+	}
+	var eff effects
+	err := s.st.InTx(ctx, func(tx *store.Store) error {
+		fresh, err := tx.InboxInsert(ctx, n.ID, provider, n.Type, raw)
+		if err != nil || !fresh {
+			return err
+		}
+		p, err := tx.PaymentByProviderRef(ctx, provider, n.Payment.ID)
+		if errors.Is(err, store.ErrNotFound) && validUUID(n.Payment.Reference) {
+			// The create's answer never came: our reference is the attempt id.
+			p, err = tx.GetPayment(ctx, n.Payment.Reference)
+			if err == nil && (p.Provider != provider || p.ProviderRef != nil) {
+				err = store.ErrNotFound
+			}
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			s.cfg.Log.Warn("notification for an unknown payment", "notification", n.ID, "payment", n.Payment.ID)
+			return tx.InboxProcessed(ctx, n.ID)
+		}
+		if err != nil {
+			return err
+		}
+		p, o, err := lockPayment(ctx, tx, p.ID)
+		if err != nil {
+			return err
+		}
+		if p.ProviderRef == nil {
+			if err := tx.SetPaymentProviderRef(ctx, p.ID, n.Payment.ID, n.Payment.CheckoutURL); err != nil {
+				return err
+			}
+		}
+		if to := fromNotification(n.Type); to != "" {
+			eff, err = s.apply(ctx, tx, o, p, to, "webhook "+n.ID+" "+n.Type)
+			if err != nil {
+				return err
+			}
+		}
+		return tx.InboxProcessed(ctx, n.ID)
+	})
+	s.after(ctx, eff)
+	return err
+}
+
+// effects are what to do after a transaction commits.
+type effects struct {
+	confirmed *Order
+}
+
+func (s *Service) after(ctx context.Context, eff effects) {
+	if o := eff.confirmed; o != nil {
+		if o.ConfirmedAt != nil {
+			s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
+		}
+		if s.cfg.Queue != nil {
+			if err := s.cfg.Queue.Release(context.WithoutCancel(ctx), o.EventID, o.Owner); err != nil {
+				s.cfg.Log.Warn("release queue admission", "order", o.ID, "err", err)
+			}
+		}
+	}
+}
+
+// apply is the state machine step of payment p (locked, with its order o
+// locked) to status to, with its effects on the order, in tx.
+func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string) (effects, error) {
+	var eff effects
+	if p.Status == to || !CanTransition(p.Status, to) {
+		return eff, nil // duplicate, late or reordered: nothing to do
+	}
+	ok, err := tx.TransitionPayment(ctx, p.ID, p.Status, to, reason)
+	if err != nil || !ok {
+		return eff, err
+	}
+	if err := tx.TouchOrder(ctx, o.ID); err != nil {
+		return eff, err
+	}
+	switch to {
+	case PaymentSucceeded:
+		if !confirmable(o.Status) {
+			why := "order already " + o.Status
+			if o.Status == OrderConfirmed {
+				why = "redundant charge: order already confirmed by another attempt"
+			}
+			return eff, s.compensate(ctx, tx, p.ID, why)
+		}
+		confirmed, why, err := s.confirm(ctx, tx, o)
+		if err != nil {
+			return eff, err
+		}
+		if confirmed != nil {
+			eff.confirmed = confirmed
+			return eff, s.voidOthers(ctx, tx, o.ID, p.ID)
+		}
+		if err := tx.SetOrderStatus(ctx, o.ID, OrderExpired); err != nil {
+			return eff, err
+		}
+		return eff, s.compensate(ctx, tx, p.ID, "late charge: "+why)
+	case PaymentFailed, PaymentCancelled, PaymentRefunded:
+		if Open(p.Status) && o.Status == OrderAwaitingPayment {
+			return eff, tx.SetOrderStatus(ctx, o.ID, OrderPaymentFailed)
+		}
+	}
+	return eff, nil
+}
+
+// errNotConfirmable rolls back the confirmation savepoint.
+var errNotConfirmable = errors.New("not confirmable")
+
+// confirm is the confirmation: in a savepoint, the hold's inventory rows
+// still HELD by this very hold and unexpired (database clock) become SOLD;
+// unless all of them do, nothing changes and why says so. Then the hold is
+// PURCHASED, its items' periods open-ended, the order CONFIRMED, tickets
+// issued and the sale written to the outbox.
+func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order, string, error) {
+	var confirmed Order
+	why := ""
+	err := tx.InTx(ctx, func(sp *store.Store) error {
+		h, err := sp.GetHoldForUpdate(ctx, o.HoldID)
+		if err != nil {
+			return err
+		}
+		if h.Status != "ACTIVE" {
+			why = "hold " + h.Status
+			return errNotConfirmable
+		}
+		items, err := sp.HoldItems(ctx, h.ID)
+		if err != nil {
+			return err
+		}
+		sold, err := sp.SellHold(ctx, h.EventID, h.ID, o.ID)
+		if err != nil {
+			return err
+		}
+		if len(sold) != len(items) || len(items) == 0 {
+			why = fmt.Sprintf("only %d of %d seats still held by the hold", len(sold), len(items))
+			return errNotConfirmable
+		}
+		if err := sp.PurchaseHold(ctx, h.ID); err != nil {
+			return err
+		}
+		for _, u := range sold {
+			t := store.Ticket{ID: newID(), OrderID: o.ID, EventID: o.EventID, InventoryID: u.InventoryID,
+				SectionID: u.SectionID, SeatID: u.SeatID}
+			item := ""
+			if u.SeatID != nil {
+				item = tickets.SeatItem(*u.SeatID)
+			} else if u.UnitNo != nil {
+				item = tickets.GAItem(u.SectionID, *u.UnitNo)
+			}
+			t.Code = tickets.Sign(s.cfg.TicketKey, tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item})
+			if err := sp.InsertTicket(ctx, t); err != nil {
+				return err
+			}
+		}
+		if err := sp.OutboxInsert(ctx, o.EventID, "inventory", salePayload(o, sold)); err != nil {
+			return err
+		}
+		confirmed, err = sp.ConfirmOrder(ctx, o.ID)
+		return err
+	})
+	if errors.Is(err, errNotConfirmable) {
+		return nil, why, nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return &confirmed, "", nil
+}
+
+// salePayload is the 'inventory' outbox message of a sale, in the holds'
+// format: {"eventId","kind":"sale","holdId","orderId","seats":[...],"ga":[...]}.
+func salePayload(o Order, sold []store.SoldUnit) map[string]any {
+	type seat struct {
+		SeatID    string `json:"seatId"`
+		SectionID string `json:"sectionId"`
+		Status    string `json:"status"`
+		Version   int64  `json:"version"`
+	}
+	type ga struct {
+		SectionID string `json:"sectionId"`
+		Version   int64  `json:"version"`
+	}
+	seats, gas := []seat{}, []ga{}
+	for _, u := range sold {
+		if u.SeatID != nil {
+			seats = append(seats, seat{*u.SeatID, u.SectionID, "SOLD", u.Version})
+			continue
+		}
+		i := slices.IndexFunc(gas, func(g ga) bool { return g.SectionID == u.SectionID })
+		if i < 0 {
+			gas = append(gas, ga{u.SectionID, u.Version})
+		} else if u.Version > gas[i].Version {
+			gas[i].Version = u.Version
+		}
+	}
+	return map[string]any{"eventId": o.EventID, "kind": "sale", "holdId": o.HoldID, "orderId": o.ID, "seats": seats, "ga": gas}
+}
+
+// voidOthers enqueues the void of the order's other open attempts (an
+// older attempt succeeded while a newer one was open).
+func (s *Service) voidOthers(ctx context.Context, tx *store.Store, orderID, paidID string) error {
+	ps, err := tx.OrderPayments(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.ID != paidID && Open(p.Status) {
+			if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compensate marks a succeeded payment REFUND_PENDING and enqueues its
+// refund in the same transaction.
+func (s *Service) compensate(ctx context.Context, tx *store.Store, paymentID, why string) error {
+	if _, err := tx.TransitionPayment(ctx, paymentID, PaymentSucceeded, PaymentRefundPending, why+"; refund requested"); err != nil {
+		return err
+	}
+	return s.enqueue(ctx, tx, RefundArgs{PaymentID: paymentID})
+}
+
+// expireIfDue expires an order awaiting payment whose hold is no longer
+// active; it returns the order as it is now.
+func (s *Service) expireIfDue(ctx context.Context, o Order) (Order, error) {
+	if !confirmable(o.Status) {
+		return o, nil
+	}
+	h, err := s.st.GetHold(ctx, o.HoldID)
+	if err != nil || h.Status == "ACTIVE" {
+		return o, err
+	}
+	if err := s.expire(ctx, o.ID); err != nil {
+		return o, err
+	}
+	return s.st.GetOrder(ctx, o.ID)
+}
+
+// expire ends an order whose hold ran out (EXPIRED) or was cancelled
+// (CANCELLED) before a verified payment, and enqueues the void of its open
+// attempt in the same transaction.
+func (s *Service) expire(ctx context.Context, orderID string) error {
+	return s.st.InTx(ctx, func(tx *store.Store) error {
+		o, err := tx.GetOrderForUpdate(ctx, orderID)
+		if err != nil || !confirmable(o.Status) {
+			return err
+		}
+		h, err := tx.GetHold(ctx, o.HoldID)
+		if err != nil || h.Status == "ACTIVE" {
+			return err
+		}
+		status := OrderExpired
+		if h.Status == "CANCELLED" {
+			status = OrderCancelled
+		}
+		if err := tx.SetOrderStatus(ctx, o.ID, status); err != nil {
+			return err
+		}
+		ps, err := tx.OrderPayments(ctx, o.ID)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if !Open(p.Status) {
+				continue
+			}
+			if err := tx.RecordPaymentEvent(ctx, p.ID, p.Status, "order "+status+" (hold "+h.Status+"): void requested"); err != nil {
+				return err
+			}
+			if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// voidPayment cancels an open attempt of an order that can no longer be
+// confirmed. If the provider says it is no longer pending, its real state is
+// recorded (a success is then refunded).
+func (s *Service) voidPayment(ctx context.Context, paymentID string) error {
+	p, err := s.st.GetPayment(ctx, paymentID)
+	if err != nil || !Open(p.Status) {
+		return err
+	}
+	if p.ProviderRef == nil {
+		if err := s.resolve(ctx, p); err != nil {
+			return err
+		}
+		if p, err = s.st.GetPayment(ctx, paymentID); err != nil || !Open(p.Status) {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ProviderTimeout)
+	defer cancel()
+	pp, err := s.cfg.Provider.CancelPayment(ctx, *p.ProviderRef)
+	switch {
+	case err == nil:
+		return s.settle(ctx, p.ID, pp, "voided at the provider: order no longer confirmable")
+	case errors.Is(err, payments.ErrNotPending) && pp.Status != "":
+		return s.settle(ctx, p.ID, pp, "void refused, provider says "+string(pp.Status))
+	}
+	return err
+}
+
+// refundPayment asks the provider to refund a REFUND_PENDING payment (the
+// key is fixed per payment) and records REFUNDED once it confirms.
+func (s *Service) refundPayment(ctx context.Context, paymentID string) error {
+	p, err := s.st.GetPayment(ctx, paymentID)
+	if err != nil || p.Status != PaymentRefundPending {
+		return err
+	}
+	if p.ProviderRef == nil {
+		return fmt.Errorf("payment %s: REFUND_PENDING without provider reference", p.ID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ProviderTimeout)
+	defer cancel()
+	r, err := s.cfg.Provider.Refund(ctx, *p.ProviderRef, "refund_"+p.ID)
+	switch {
+	case err == nil:
+		return s.transition(ctx, p.ID, PaymentRefunded, "refund "+r.ID+" confirmed by the provider")
+	case errors.Is(err, payments.ErrNotRefundable) && r.Payment.Status == payments.StatusRefunded:
+		return s.transition(ctx, p.ID, PaymentRefunded, "provider reports the payment already refunded")
+	}
+	return err
+}
+
+// Reconcile settles what is uncertain: orders whose hold ran out are
+// expired, open attempts untouched for ReconcileAfter are queried at the
+// provider (results whose notification never came), refunds pending are
+// re-enqueued. It returns the number of actions taken.
+func (s *Service) Reconcile(ctx context.Context) (int, error) {
+	actions := 0
+	ids, err := s.st.ExpirableOrders(ctx, 200)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := s.expire(ctx, id); err != nil {
+			return actions, err
+		}
+		actions++
+		s.metrics.actions.WithLabelValues("expire_order").Inc()
+	}
+	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, 200)
+	if err != nil {
+		return actions, err
+	}
+	var firstErr error
+	for _, p := range ps {
+		if p.Status == PaymentRefundPending {
+			if p.UpdatedAt.Before(s.cfg.Now().Add(-s.cfg.ReconcileAfter)) {
+				if err := s.st.InTx(ctx, func(tx *store.Store) error { return s.enqueue(ctx, tx, RefundArgs{PaymentID: p.ID}) }); err != nil && firstErr == nil {
+					firstErr = err
+				}
+				s.metrics.actions.WithLabelValues("retry_refund").Inc()
+				actions++
+			}
+			continue
+		}
+		if err := s.resolve(ctx, p); err != nil {
+			s.cfg.Log.Warn("reconcile payment", "payment", p.ID, "err", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		s.metrics.actions.WithLabelValues("query_provider").Inc()
+		actions++
+	}
+	if w, r, err := s.st.CountPaymentsWithoutOrder(ctx); err == nil {
+		s.metrics.withoutOrder.Set(float64(w))
+		s.metrics.compensations.Set(float64(r))
+	}
+	return actions, firstErr
+}

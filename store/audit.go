@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The SQL of `ticketing audit`: read-only explanations of an event's
+// inventory and money, and the anomaly checks.
+
+// AuditUnit is one seat or GA unit of an event with who has it.
+type AuditUnit struct {
+	InventoryID  int64
+	SectionID    string
+	SectionName  string
+	SeatID       *string
+	SeatLabel    *string // "row-number"
+	UnitNo       *int
+	Status       string // AVAILABLE, HELD, SOLD; a HELD row past expiry reads AVAILABLE
+	HoldID       *string
+	Owner        *string
+	ExpiresAt    *time.Time
+	OrderID      *string
+	OrderStatus  *string
+	PaymentID    *string // the order's succeeded (or refunded) attempt, if any
+	TicketID     *string
+	TicketStatus *string
+}
+
+const sqlAuditUnits = `
+SELECT i.id, i.section_id::text, sec.name, i.seat_id::text,
+       CASE WHEN s.id IS NULL THEN NULL ELSE s.row_label || '-' || s.number END, i.unit_no,
+       CASE WHEN i.status = 'HELD' AND i.expires_at <= now() THEN 'AVAILABLE' ELSE i.status END,
+       i.hold_id::text, i.owner, i.expires_at, o.id::text, o.status,
+       (SELECT p.id::text FROM payments p WHERE p.order_id = o.id AND p.status IN ('SUCCEEDED', 'REFUND_PENDING', 'REFUNDED')
+        ORDER BY (p.status = 'SUCCEEDED') DESC, p.attempt LIMIT 1),
+       t.id::text, t.status
+FROM inventory i
+JOIN sections sec ON sec.id = i.section_id
+LEFT JOIN seats s ON s.id = i.seat_id
+LEFT JOIN orders o ON o.id = coalesce(i.order_id, (SELECT id FROM orders WHERE hold_id = i.hold_id))
+LEFT JOIN LATERAL (SELECT id, status FROM tickets WHERE event_id = i.event_id AND inventory_id = i.id
+                   ORDER BY (status = 'VALID') DESC, issued_at DESC LIMIT 1) t ON true
+WHERE i.event_id = $1
+ORDER BY sec.name, s.row_index NULLS LAST, s.number, i.unit_no`
+
+// AuditUnits lists every seat and GA unit of the event.
+func (s *Store) AuditUnits(ctx context.Context, eventID string) ([]AuditUnit, error) {
+	rows, err := s.db.Query(ctx, sqlAuditUnits, eventID)
+	if err != nil {
+		return nil, wrap("audit units", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditUnit, error) {
+		var u AuditUnit
+		err := r.Scan(&u.InventoryID, &u.SectionID, &u.SectionName, &u.SeatID, &u.SeatLabel, &u.UnitNo, &u.Status,
+			&u.HoldID, &u.Owner, &u.ExpiresAt, &u.OrderID, &u.OrderStatus, &u.PaymentID, &u.TicketID, &u.TicketStatus)
+		return u, err
+	})
+	return out, wrap("audit units", err)
+}
+
+// AuditPayment is a payment of the event with its order.
+type AuditPayment struct {
+	Payment
+	OrderStatus string
+	Owner       string
+	LastReason  string
+}
+
+// AuditPayments lists the payments of the event's orders.
+func (s *Store) AuditPayments(ctx context.Context, eventID string) ([]AuditPayment, error) {
+	rows, err := s.db.Query(ctx, `
+SELECT p.id::text, p.order_id::text, p.attempt, p.status, p.amount, p.currency, p.provider, p.provider_ref,
+       p.idempotency_key, p.checkout_url, p.created_at, p.updated_at, o.status, o.owner,
+       coalesce((SELECT reason FROM payment_events e WHERE e.payment_id = p.id ORDER BY e.id DESC LIMIT 1), '')
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 ORDER BY p.created_at, p.id`, eventID)
+	if err != nil {
+		return nil, wrap("audit payments", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditPayment, error) {
+		var a AuditPayment
+		p := &a.Payment
+		err := r.Scan(&p.ID, &p.OrderID, &p.Attempt, &p.Status, &p.Amount, &p.Currency, &p.Provider, &p.ProviderRef,
+			&p.IdempotencyKey, &p.CheckoutURL, &p.CreatedAt, &p.UpdatedAt, &a.OrderStatus, &a.Owner, &a.LastReason)
+		return a, err
+	})
+	return out, wrap("audit payments", err)
+}
+
+// AuditCheck is one anomaly query: each row it returns is one anomaly,
+// described in one line of text. $1 is the event; $2 the refund grace in
+// seconds.
+type AuditCheck struct {
+	Kind string
+	SQL  string
+}
+
+// AuditChecks are the anomaly checks of an event.
+var AuditChecks = []AuditCheck{
+	{"SEAT_SOLD_TWICE", `
+SELECT 'inventory ' || hi.inventory_id || ' sold by ' || count(*) || ' confirmed orders: ' || string_agg(o.id::text, ', ')
+FROM hold_items hi JOIN orders o ON o.hold_id = hi.hold_id AND o.status = 'CONFIRMED'
+WHERE hi.event_id = $1 AND $2::float8 >= 0
+GROUP BY hi.inventory_id HAVING count(*) > 1
+UNION ALL
+SELECT 'inventory ' || inventory_id || ' has ' || count(*) || ' valid tickets'
+FROM tickets WHERE event_id = $1 AND status = 'VALID' GROUP BY inventory_id HAVING count(*) > 1`},
+	{"SOLD_WITHOUT_TICKET", `
+SELECT 'inventory ' || i.id || ' is SOLD to order ' || coalesce(i.order_id::text, '?') || ' without a valid ticket'
+FROM inventory i
+WHERE i.event_id = $1 AND $2::float8 >= 0 AND i.status = 'SOLD'
+  AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.event_id = i.event_id AND t.inventory_id = i.id AND t.status = 'VALID')`},
+	{"TICKET_WITHOUT_SALE", `
+SELECT 'ticket ' || t.id || ' (order ' || t.order_id || ') is valid but inventory ' || t.inventory_id || ' is ' ||
+       i.status || coalesce(' to order ' || i.order_id::text, '')
+FROM tickets t JOIN inventory i ON i.event_id = t.event_id AND i.id = t.inventory_id
+WHERE t.event_id = $1 AND $2::float8 >= 0 AND t.status = 'VALID'
+  AND (i.status <> 'SOLD' OR i.order_id IS DISTINCT FROM t.order_id)`},
+	{"CONFIRMED_WITHOUT_PAYMENT", `
+SELECT 'order ' || o.id || ' is CONFIRMED without a succeeded payment'
+FROM orders o WHERE o.event_id = $1 AND $2::float8 >= 0 AND o.status = 'CONFIRMED'
+  AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id AND p.status = 'SUCCEEDED')`},
+	{"PAYMENT_WITHOUT_ORDER", `
+SELECT 'payment ' || p.id || ' SUCCEEDED (' || p.amount || ' ' || p.currency || ') but order ' || o.id || ' is ' || o.status || ' and no refund is under way'
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND p.status = 'SUCCEEDED' AND o.status <> 'CONFIRMED'`},
+	{"REDUNDANT_CHARGE", `
+SELECT 'order ' || o.id || ' has ' || count(*) || ' SUCCEEDED payments kept: ' || string_agg(p.id::text, ', ')
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND p.status = 'SUCCEEDED'
+GROUP BY o.id HAVING count(*) > 1`},
+	{"REFUND_OVERDUE", `
+SELECT 'payment ' || p.id || ' REFUND_PENDING since ' || p.updated_at
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND p.status = 'REFUND_PENDING' AND p.updated_at < now() - $2::float8 * interval '1 second'`},
+	{"CAPACITY_MISMATCH", `
+SELECT 'section ' || sec.name || ' (' || sec.id || '): held ' || count(i.id) FILTER (WHERE i.status = 'HELD' AND i.expires_at > now()) ||
+       ' + sold ' || count(i.id) FILTER (WHERE i.status = 'SOLD') ||
+       ' + available ' || count(i.id) FILTER (WHERE i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now())) ||
+       ' <> capacity ' || sec.capacity
+FROM events e JOIN sections sec ON sec.venue_id = e.venue_id
+LEFT JOIN inventory i ON i.event_id = e.id AND i.section_id = sec.id
+WHERE e.id = $1 AND $2::float8 >= 0
+GROUP BY sec.id, sec.name, sec.capacity
+HAVING count(i.id) <> sec.capacity`},
+}
+
+// AuditRun runs one check and returns its anomaly lines.
+func (s *Store) AuditRun(ctx context.Context, c AuditCheck, eventID string, refundGrace time.Duration) ([]string, error) {
+	return s.strings(ctx, "audit "+c.Kind, c.SQL, eventID, refundGrace.Seconds())
+}
+
+// EventExists reports whether the event exists.
+func (s *Store) EventExists(ctx context.Context, eventID string) (bool, error) {
+	var ok bool
+	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1)`, eventID).Scan(&ok)
+	return ok, wrap("event exists", err)
+}

@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The SQL of orders and their confirmation. Lock order everywhere:
+// order -> payment -> hold -> inventory rows (createOrder locks the hold and
+// then inserts a new order row, which waits on nothing).
+
+// Order is a row of orders.
+type Order struct {
+	ID          string
+	HoldID      string
+	EventID     string
+	Owner       string
+	Status      string
+	TotalAmount int64
+	Currency    string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ConfirmedAt *time.Time
+}
+
+// Ticket is a row of tickets.
+type Ticket struct {
+	ID          string
+	OrderID     string
+	EventID     string
+	InventoryID int64
+	SectionID   string
+	SeatID      *string
+	UnitNo      *int
+	Code        string
+	Status      string
+	IssuedAt    time.Time
+}
+
+// SoldUnit is an inventory row just sold, with what its ticket needs.
+type SoldUnit struct {
+	InventoryUnit
+	UnitNo *int
+}
+
+// Tx returns the transaction the store is bound to (InTx), for libraries
+// that insert in the caller's transaction (river's InsertTx).
+func (s *Store) Tx() (pgx.Tx, bool) {
+	tx, ok := s.db.(pgx.Tx)
+	return tx, ok
+}
+
+const orderColumns = `id::text, hold_id::text, event_id::text, owner, status, total_amount, currency,
+       created_at, updated_at, confirmed_at`
+
+func scanOrder(r pgx.Row) (Order, error) {
+	var o Order
+	err := r.Scan(&o.ID, &o.HoldID, &o.EventID, &o.Owner, &o.Status, &o.TotalAmount, &o.Currency,
+		&o.CreatedAt, &o.UpdatedAt, &o.ConfirmedAt)
+	return o, err
+}
+
+const sqlInsertOrder = `
+INSERT INTO orders (id, hold_id, event_id, owner, status, total_amount, currency)
+VALUES ($1, $2, $3, $4, 'AWAITING_PAYMENT', $5, $6)
+RETURNING ` + orderColumns
+
+// InsertOrder records an AWAITING_PAYMENT order; a second order of one hold
+// is a *ConflictError on orders_hold_id_key.
+func (s *Store) InsertOrder(ctx context.Context, o Order) (Order, error) {
+	o, err := scanOrder(s.db.QueryRow(ctx, sqlInsertOrder, o.ID, o.HoldID, o.EventID, o.Owner, o.TotalAmount, o.Currency))
+	return o, wrap("insert order", err)
+}
+
+// GetOrder reads an order (ErrNotFound if absent).
+func (s *Store) GetOrder(ctx context.Context, id string) (Order, error) {
+	o, err := scanOrder(s.db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+	return o, wrap("get order", err)
+}
+
+// GetOrderForUpdate reads and locks an order (ErrNotFound if absent).
+func (s *Store) GetOrderForUpdate(ctx context.Context, id string) (Order, error) {
+	o, err := scanOrder(s.db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE`, id))
+	return o, wrap("lock order", err)
+}
+
+// OrderByHold reads the order of a hold (ErrNotFound if none).
+func (s *Store) OrderByHold(ctx context.Context, holdID string) (Order, error) {
+	o, err := scanOrder(s.db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE hold_id = $1`, holdID))
+	return o, wrap("order by hold", err)
+}
+
+const sqlListOrders = `
+SELECT ` + orderColumns + ` FROM orders
+WHERE owner = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $4`
+
+// ListOrders lists the owner's orders newest first, after the (createdAt,
+// id) cursor when afterAt is not nil.
+func (s *Store) ListOrders(ctx context.Context, owner string, afterAt *time.Time, afterID string, limit int) ([]Order, error) {
+	var id *string
+	if afterAt != nil {
+		id = &afterID
+	}
+	rows, err := s.db.Query(ctx, sqlListOrders, owner, afterAt, id, limit)
+	if err != nil {
+		return nil, wrap("list orders", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) })
+	return out, wrap("list orders", err)
+}
+
+// SetOrderStatus changes an order's status (and touches updated_at).
+func (s *Store) SetOrderStatus(ctx context.Context, id, status string) error {
+	_, err := s.db.Exec(ctx, `UPDATE orders SET status = $2, updated_at = now() WHERE id = $1`, id, status)
+	return wrap("set order status", err)
+}
+
+// TouchOrder bumps updated_at so that subscribers see a payment change.
+func (s *Store) TouchOrder(ctx context.Context, id string) error {
+	_, err := s.db.Exec(ctx, `UPDATE orders SET updated_at = now() WHERE id = $1`, id)
+	return wrap("touch order", err)
+}
+
+const sqlExpirableOrders = `
+SELECT o.id::text FROM orders o JOIN holds h ON h.id = o.hold_id
+WHERE o.status IN ('AWAITING_PAYMENT', 'PAYMENT_FAILED')
+  AND (h.status <> 'ACTIVE' OR h.expires_at <= now())
+ORDER BY o.created_at
+LIMIT $1`
+
+// ExpirableOrders lists orders still awaiting payment whose hold is no
+// longer active (by the database clock).
+func (s *Store) ExpirableOrders(ctx context.Context, limit int) ([]string, error) {
+	return s.strings(ctx, "expirable orders", sqlExpirableOrders, limit)
+}
+
+func (s *Store) strings(ctx context.Context, op, sql string, args ...any) ([]string, error) {
+	rows, err := s.db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out, wrap(op, err)
+}
+
+// sqlSellHeld is the confirmation's inventory transition: only rows still
+// HELD by this very hold and not expired by the database clock, and only
+// the hold's own items, become SOLD to the order.
+const sqlSellHeld = `
+UPDATE inventory i
+SET status = 'SOLD', order_id = $3, version = nextval('inventory_version_seq'), updated_at = now()
+FROM hold_items hi
+WHERE hi.hold_id = $2 AND hi.event_id = $1 AND i.event_id = $1 AND i.id = hi.inventory_id
+  AND i.hold_id = $2 AND i.status = 'HELD' AND i.expires_at > now()
+RETURNING i.id, i.section_id::text, i.seat_id::text, i.version, i.unit_no`
+
+const sqlLockHoldRows = `
+SELECT i.id FROM inventory i JOIN hold_items hi ON hi.event_id = i.event_id AND hi.inventory_id = i.id
+WHERE hi.hold_id = $2 AND i.event_id = $1
+ORDER BY i.id
+FOR UPDATE OF i`
+
+// SellHold locks the hold's inventory rows in id order and sells those
+// still held by it and unexpired; it returns the rows sold. The caller
+// compares their number with the hold's items and rolls back on a shortfall.
+func (s *Store) SellHold(ctx context.Context, eventID, holdID, orderID string) ([]SoldUnit, error) {
+	if _, err := s.db.Exec(ctx, sqlLockHoldRows, eventID, holdID); err != nil {
+		return nil, wrap("lock hold rows", err)
+	}
+	rows, err := s.db.Query(ctx, sqlSellHeld, eventID, holdID, orderID)
+	if err != nil {
+		return nil, wrap("sell hold", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SoldUnit, error) {
+		var u SoldUnit
+		err := r.Scan(&u.InventoryID, &u.SectionID, &u.SeatID, &u.Version, &u.UnitNo)
+		return u, err
+	})
+	return out, wrap("sell hold", err)
+}
+
+const sqlPurchaseHold = `
+WITH items AS (
+    UPDATE hold_items SET period = tstzrange(lower(period), NULL) WHERE hold_id = $1
+)
+UPDATE holds SET status = 'PURCHASED', updated_at = now() WHERE id = $1`
+
+// PurchaseHold marks the hold PURCHASED and makes its items' periods
+// open-ended (the sale is forever).
+func (s *Store) PurchaseHold(ctx context.Context, holdID string) error {
+	_, err := s.db.Exec(ctx, sqlPurchaseHold, holdID)
+	return wrap("purchase hold", err)
+}
+
+// ConfirmOrder marks the order CONFIRMED now.
+func (s *Store) ConfirmOrder(ctx context.Context, id string) (Order, error) {
+	o, err := scanOrder(s.db.QueryRow(ctx, `UPDATE orders SET status = 'CONFIRMED', confirmed_at = now(), updated_at = now()
+WHERE id = $1 RETURNING `+orderColumns, id))
+	return o, wrap("confirm order", err)
+}
+
+const sqlInsertTicket = `
+INSERT INTO tickets (id, order_id, event_id, inventory_id, section_id, seat_id, code)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
+// InsertTicket issues a VALID ticket.
+func (s *Store) InsertTicket(ctx context.Context, t Ticket) error {
+	_, err := s.db.Exec(ctx, sqlInsertTicket, t.ID, t.OrderID, t.EventID, t.InventoryID, t.SectionID, t.SeatID, t.Code)
+	return wrap("insert ticket", err)
+}
+
+const sqlOrderTickets = `
+SELECT t.id::text, t.order_id::text, t.event_id::text, t.inventory_id, t.section_id::text, t.seat_id::text,
+       i.unit_no, t.code, t.status, t.issued_at
+FROM tickets t JOIN inventory i ON i.event_id = t.event_id AND i.id = t.inventory_id
+WHERE t.order_id = $1 ORDER BY t.inventory_id`
+
+// OrderTickets lists an order's tickets.
+func (s *Store) OrderTickets(ctx context.Context, orderID string) ([]Ticket, error) {
+	rows, err := s.db.Query(ctx, sqlOrderTickets, orderID)
+	if err != nil {
+		return nil, wrap("order tickets", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Ticket, error) {
+		var t Ticket
+		err := r.Scan(&t.ID, &t.OrderID, &t.EventID, &t.InventoryID, &t.SectionID, &t.SeatID, &t.UnitNo,
+			&t.Code, &t.Status, &t.IssuedAt)
+		return t, err
+	})
+	return out, wrap("order tickets", err)
+}
+
+// OrderFingerprint is a cheap value that changes whenever the order or one
+// of its payments changes (subscriptions poll it).
+func (s *Store) OrderFingerprint(ctx context.Context, id string) (string, error) {
+	var f string
+	err := s.db.QueryRow(ctx, `SELECT o.status || '|' || o.updated_at::text || '|' ||
+  coalesce((SELECT max(updated_at)::text || count(*)::text FROM payments WHERE order_id = o.id), '')
+FROM orders o WHERE o.id = $1`, id).Scan(&f)
+	return f, wrap("order fingerprint", err)
+}

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Payment is a row of payments: one attempt to pay an order.
+type Payment struct {
+	ID             string
+	OrderID        string
+	Attempt        int
+	Status         string
+	Amount         int64
+	Currency       string
+	Provider       string
+	ProviderRef    *string
+	IdempotencyKey string
+	CheckoutURL    *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// PaymentEvent is one recorded transition of a payment.
+type PaymentEvent struct {
+	PaymentID  string
+	FromStatus *string
+	ToStatus   string
+	Reason     string
+	CreatedAt  time.Time
+}
+
+const paymentColumns = `id::text, order_id::text, attempt, status, amount, currency, provider, provider_ref,
+       idempotency_key, checkout_url, created_at, updated_at`
+
+func scanPayment(r pgx.Row) (Payment, error) {
+	var p Payment
+	err := r.Scan(&p.ID, &p.OrderID, &p.Attempt, &p.Status, &p.Amount, &p.Currency, &p.Provider, &p.ProviderRef,
+		&p.IdempotencyKey, &p.CheckoutURL, &p.CreatedAt, &p.UpdatedAt)
+	return p, err
+}
+
+func (s *Store) payments(ctx context.Context, op, sql string, args ...any) ([]Payment, error) {
+	rows, err := s.db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Payment, error) { return scanPayment(r) })
+	return out, wrap(op, err)
+}
+
+const sqlInsertPayment = `
+WITH p AS (
+    INSERT INTO payments (id, order_id, attempt, status, amount, currency, provider, idempotency_key)
+    SELECT $1, $2, coalesce(max(attempt), 0) + 1, 'UNKNOWN', $3, $4, $5, $6 FROM payments WHERE order_id = $2
+    RETURNING ` + paymentColumns + `
+), e AS (
+    INSERT INTO payment_events (payment_id, from_status, to_status, reason) VALUES ($1, NULL, 'UNKNOWN', $7)
+)
+SELECT * FROM p`
+
+// InsertPayment opens the next attempt of an order in status UNKNOWN (the
+// provider has not answered yet) and records it in payment_events. A second
+// open attempt is a *ConflictError on payments_one_open.
+func (s *Store) InsertPayment(ctx context.Context, p Payment, reason string) (Payment, error) {
+	p, err := scanPayment(s.db.QueryRow(ctx, sqlInsertPayment, p.ID, p.OrderID, p.Amount, p.Currency, p.Provider, p.IdempotencyKey, reason))
+	return p, wrap("insert payment", err)
+}
+
+// GetPayment reads a payment (ErrNotFound if absent).
+func (s *Store) GetPayment(ctx context.Context, id string) (Payment, error) {
+	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE id = $1`, id))
+	return p, wrap("get payment", err)
+}
+
+// GetPaymentForUpdate reads and locks a payment (ErrNotFound if absent).
+func (s *Store) GetPaymentForUpdate(ctx context.Context, id string) (Payment, error) {
+	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id))
+	return p, wrap("lock payment", err)
+}
+
+// PaymentByProviderRef finds a payment by the provider's id.
+func (s *Store) PaymentByProviderRef(ctx context.Context, provider, ref string) (Payment, error) {
+	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE provider = $1 AND provider_ref = $2`, provider, ref))
+	return p, wrap("payment by provider ref", err)
+}
+
+// OrderPayments lists an order's attempts, oldest first.
+func (s *Store) OrderPayments(ctx context.Context, orderID string) ([]Payment, error) {
+	return s.payments(ctx, "order payments", `SELECT `+paymentColumns+` FROM payments WHERE order_id = $1 ORDER BY attempt`, orderID)
+}
+
+// SetPaymentProviderRef records the provider's id and checkout page of an
+// attempt (first answer wins).
+func (s *Store) SetPaymentProviderRef(ctx context.Context, id, ref, checkoutURL string) error {
+	_, err := s.db.Exec(ctx, `UPDATE payments SET provider_ref = coalesce(provider_ref, $2),
+  checkout_url = coalesce(checkout_url, nullif($3, '')), updated_at = now() WHERE id = $1`, id, ref, checkoutURL)
+	return wrap("set provider ref", err)
+}
+
+const sqlTransitionPayment = `
+WITH u AS (
+    UPDATE payments SET status = $3, updated_at = now() WHERE id = $1 AND status = $2 RETURNING id
+)
+INSERT INTO payment_events (payment_id, from_status, to_status, reason)
+SELECT id, $2, $3, $4 FROM u`
+
+// TransitionPayment moves a payment from -> to, recording reason in
+// payment_events; ok is false (and nothing changes) if it was not in from.
+func (s *Store) TransitionPayment(ctx context.Context, id, from, to, reason string) (bool, error) {
+	tag, err := s.db.Exec(ctx, sqlTransitionPayment, id, from, to, reason)
+	return tag.RowsAffected() == 1, wrap("transition payment", err)
+}
+
+// RecordPaymentEvent records a note on a payment without changing it (for
+// example an ignored out-of-order notification).
+func (s *Store) RecordPaymentEvent(ctx context.Context, id, status, reason string) error {
+	_, err := s.db.Exec(ctx, `INSERT INTO payment_events (payment_id, from_status, to_status, reason) VALUES ($1, $2, $2, $3)`, id, status, reason)
+	return wrap("record payment event", err)
+}
+
+// PaymentEvents lists the transitions of a payment, oldest first.
+func (s *Store) PaymentEvents(ctx context.Context, id string) ([]PaymentEvent, error) {
+	rows, err := s.db.Query(ctx, `SELECT payment_id::text, from_status, to_status, reason, created_at
+FROM payment_events WHERE payment_id = $1 ORDER BY id`, id)
+	if err != nil {
+		return nil, wrap("payment events", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PaymentEvent, error) {
+		var e PaymentEvent
+		err := r.Scan(&e.PaymentID, &e.FromStatus, &e.ToStatus, &e.Reason, &e.CreatedAt)
+		return e, err
+	})
+	return out, wrap("payment events", err)
+}
+
+// UnsettledPayments lists payments PENDING or UNKNOWN untouched for longer
+// than olderThan, and REFUND_PENDING ones, oldest first.
+func (s *Store) UnsettledPayments(ctx context.Context, olderThan time.Duration, limit int) ([]Payment, error) {
+	return s.payments(ctx, "unsettled payments", `SELECT `+paymentColumns+` FROM payments
+WHERE (status IN ('PENDING', 'UNKNOWN') AND updated_at < now() - $1 * interval '1 second') OR status = 'REFUND_PENDING'
+ORDER BY updated_at LIMIT $2`, olderThan.Seconds(), limit)
+}
+
+// CountPaymentsWithoutOrder counts succeeded charges not backed by a
+// confirmed order, and refunds pending (for the gauges).
+func (s *Store) CountPaymentsWithoutOrder(ctx context.Context) (withoutOrder, refundsPending int, err error) {
+	err = s.db.QueryRow(ctx, `SELECT
+  (SELECT count(*) FROM payments p JOIN orders o ON o.id = p.order_id WHERE p.status = 'SUCCEEDED' AND o.status <> 'CONFIRMED'),
+  (SELECT count(*) FROM payments WHERE status = 'REFUND_PENDING')`).Scan(&withoutOrder, &refundsPending)
+	return withoutOrder, refundsPending, wrap("count payments", err)
+}
+
+const sqlInboxInsert = `
+INSERT INTO webhook_inbox (id, provider, type, payload) VALUES ($1, $2, $3, $4)
+ON CONFLICT (id) DO NOTHING`
+
+// InboxInsert records a provider notification; fresh is false when its id
+// was already recorded (a duplicate: apply nothing).
+func (s *Store) InboxInsert(ctx context.Context, id, provider, typ string, payload []byte) (fresh bool, err error) {
+	tag, err := s.db.Exec(ctx, sqlInboxInsert, id, provider, typ, payload)
+	return tag.RowsAffected() == 1, wrap("inbox insert", err)
+}
+
+// InboxProcessed marks a notification applied.
+func (s *Store) InboxProcessed(ctx context.Context, id string) error {
+	_, err := s.db.Exec(ctx, `UPDATE webhook_inbox SET processed_at = now() WHERE id = $1`, id)
+	return wrap("inbox processed", err)
+}
