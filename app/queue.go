@@ -1,0 +1,38 @@
+package app
+
+import (
+	"net/http"
+	"net/netip"
+	"os"
+
+	"github.com/ticketing/ticketing/queue"
+)
+
+// initQueue builds the virtual waiting room from QUEUE_SIGNING_KEY and the
+// queue's own variables (queue.ConfigFromEnv: QUEUE_ADMIT_RATE, QUEUE_WINDOW,
+// QUEUE_ADMISSION_TTL, QUEUE_JOIN_RATE_USER, QUEUE_JOIN_RATE_ADDR,
+// TRUSTED_PROXIES).
+func (a *App) initQueue() error {
+	qcfg, err := queue.ConfigFromEnv(os.Getenv, a.Cfg.QueueSigningKey)
+	if err != nil {
+		return err
+	}
+	a.Queue, err = queue.New(queue.Deps{
+		Redis: a.Redis, Events: a.Store, Now: a.Now, Log: a.Log, Metrics: a.Metrics,
+	}, qcfg)
+	if err != nil {
+		return err
+	}
+	a.Log.Info("virtual queue", "config", qcfg.String())
+	return nil
+}
+
+// withClientAddr puts the client address in the request context for the
+// queue's per-address join limit (see clientip.go).
+func (a *App) withClientAddr(next http.Handler) http.Handler {
+	var trusted []netip.Prefix
+	if a.Queue != nil {
+		trusted = a.Queue.Config().TrustedProxies
+	}
+	return withClientAddr(trusted, next)
+}

@@ -1,0 +1,187 @@
+package queue
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config tunes the waiting room. Zero values take the defaults of
+// DefaultConfig (through New).
+type Config struct {
+	// SigningKey signs admission tokens (QUEUE_SIGNING_KEY); all instances
+	// must share it. Required.
+	SigningKey []byte
+	// AdmitRate is the admissions per second per event (QUEUE_ADMIT_RATE).
+	AdmitRate float64
+	// AdmitBurst is the token bucket size (QUEUE_ADMIT_BURST).
+	AdmitBurst int
+	// Window is the most admitted-but-unfinished buyers per event: the
+	// checkout capacity (QUEUE_WINDOW).
+	Window int
+	// AdmissionTTL is how long an admission (and its token) lasts
+	// (QUEUE_ADMISSION_TTL, a Go duration).
+	AdmissionTTL time.Duration
+	// JoinUserRate/JoinUserBurst limit joinQueue calls per user
+	// (QUEUE_JOIN_RATE_USER per second; burst 5 times the rate, at least 5).
+	JoinUserRate  float64
+	JoinUserBurst int
+	// JoinAddrRate/JoinAddrBurst limit joinQueue calls per client address
+	// (QUEUE_JOIN_RATE_ADDR per second; burst 5 times the rate).
+	JoinAddrRate  float64
+	JoinAddrBurst int
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed
+	// (TRUSTED_PROXIES, comma-separated CIDRs or addresses). Empty: the
+	// client address is the TCP peer.
+	TrustedProxies []netip.Prefix
+	// Tick is the admission controller's period.
+	Tick time.Duration
+	// RateTau is the time constant of the measured admission rate (EWMA).
+	RateTau time.Duration
+	// OpTimeout bounds every Redis call, so a dead Redis fails fast.
+	OpTimeout time.Duration
+	// Refresh is the period of queueUpdates refreshes without a change.
+	Refresh time.Duration
+	// KeyPrefix prefixes every Redis key (tests use testdb.RedisPrefix).
+	KeyPrefix string
+}
+
+// DefaultConfig is the configuration without any environment override.
+func DefaultConfig() Config {
+	return Config{
+		AdmitRate:     20,
+		AdmitBurst:    20,
+		Window:        500,
+		AdmissionTTL:  10 * time.Minute,
+		JoinUserRate:  1,
+		JoinUserBurst: 5,
+		JoinAddrRate:  50,
+		JoinAddrBurst: 250,
+		Tick:          100 * time.Millisecond,
+		RateTau:       10 * time.Second,
+		OpTimeout:     500 * time.Millisecond,
+		Refresh:       5 * time.Second,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.AdmitRate <= 0 {
+		c.AdmitRate = d.AdmitRate
+	}
+	if c.AdmitBurst <= 0 {
+		c.AdmitBurst = max(1, int(c.AdmitRate))
+	}
+	if c.Window <= 0 {
+		c.Window = d.Window
+	}
+	if c.AdmissionTTL <= 0 {
+		c.AdmissionTTL = d.AdmissionTTL
+	}
+	if c.Tick <= 0 {
+		c.Tick = d.Tick
+	}
+	if c.RateTau <= 0 {
+		c.RateTau = d.RateTau
+	}
+	if c.OpTimeout <= 0 {
+		c.OpTimeout = d.OpTimeout
+	}
+	if c.Refresh <= 0 {
+		c.Refresh = d.Refresh
+	}
+	return c
+}
+
+// ConfigFromEnv reads the waiting room's settings (QUEUE_ADMIT_RATE,
+// QUEUE_ADMIT_BURST, QUEUE_WINDOW, QUEUE_ADMISSION_TTL, QUEUE_JOIN_RATE_USER,
+// QUEUE_JOIN_RATE_ADDR, TRUSTED_PROXIES, and QUEUE_KEY_PREFIX for tests that
+// share a Redis) over DefaultConfig. A join rate of 0
+// disables that limit. An invalid value is an error naming the variable.
+func ConfigFromEnv(getenv func(string) string, signingKey string) (Config, error) {
+	c := DefaultConfig()
+	c.SigningKey = []byte(signingKey)
+	num := func(name string, dst *float64) error {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return fmt.Errorf("config: %s: want a non-negative number, got %q", name, v)
+		}
+		*dst = f
+		return nil
+	}
+	var burst, window float64
+	if err := num("QUEUE_ADMIT_RATE", &c.AdmitRate); err != nil {
+		return c, err
+	}
+	if err := num("QUEUE_ADMIT_BURST", &burst); err != nil {
+		return c, err
+	}
+	if err := num("QUEUE_WINDOW", &window); err != nil {
+		return c, err
+	}
+	if err := num("QUEUE_JOIN_RATE_USER", &c.JoinUserRate); err != nil {
+		return c, err
+	}
+	if err := num("QUEUE_JOIN_RATE_ADDR", &c.JoinAddrRate); err != nil {
+		return c, err
+	}
+	if c.AdmitRate == 0 {
+		return c, fmt.Errorf("config: QUEUE_ADMIT_RATE: must be positive")
+	}
+	c.AdmitBurst = max(1, int(c.AdmitRate))
+	if burst > 0 {
+		c.AdmitBurst = int(burst)
+	}
+	if window > 0 {
+		c.Window = int(window)
+	}
+	c.JoinUserBurst = max(5, int(5*c.JoinUserRate))
+	c.JoinAddrBurst = max(5, int(5*c.JoinAddrRate))
+	if v := strings.TrimSpace(getenv("QUEUE_ADMISSION_TTL")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("config: QUEUE_ADMISSION_TTL: want a duration of at least 1s, got %q", v)
+		}
+		c.AdmissionTTL = d
+	}
+	c.KeyPrefix = strings.TrimSpace(getenv("QUEUE_KEY_PREFIX"))
+	if v := strings.TrimSpace(getenv("TRUSTED_PROXIES")); v != "" {
+		ps, err := ParsePrefixes(v)
+		if err != nil {
+			return c, fmt.Errorf("config: TRUSTED_PROXIES: %v", err)
+		}
+		c.TrustedProxies = ps
+	}
+	return c, nil
+}
+
+// ParsePrefixes parses comma-separated CIDRs or single addresses.
+func ParsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}

@@ -1,0 +1,41 @@
+package queue
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	length     *prometheus.GaugeVec
+	active     *prometheus.GaugeVec
+	admissions *prometheus.CounterVec
+	wait       prometheus.Histogram
+	joins      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		length: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketing_queue_length",
+			Help: "Users waiting in the virtual queue (pre-queue included), per event.",
+		}, []string{"event_id"}),
+		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketing_queue_active_admitted",
+			Help: "Admitted buyers whose admission has not expired nor been released, per event.",
+		}, []string{"event_id"}),
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketing_queue_admissions_total",
+			Help: "Admissions made by this instance's controller, per event (rate()*60 = per minute).",
+		}, []string{"event_id"}),
+		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ticketing_queue_wait_seconds",
+			Help:    "Time from joining the queue to admission.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 s .. ~2.3 h
+		}),
+		joins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketing_queue_joins_total",
+			Help: "joinQueue calls by result (ok, rate_limited, unavailable, error).",
+		}, []string{"result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.length, m.active, m.admissions, m.wait, m.joins)
+	}
+	return m
+}

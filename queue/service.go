@@ -1,0 +1,541 @@
+// Package queue is the virtual waiting room of queue-protected sales
+// (events.queue_required): a per-event queue in Redis, an admission
+// controller that admits buyers at a configured rate without exceeding the
+// checkout window, and the signed admission tokens that createHold verifies
+// offline. The failure policy is in README.md next to this file.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ticketing/ticketing/apperr"
+	"github.com/ticketing/ticketing/redisstore"
+	"github.com/ticketing/ticketing/store"
+)
+
+// EventStore reads events (implemented by *store.Store).
+type EventStore interface {
+	EventsByIDs(ctx context.Context, ids []string) ([]store.Event, error)
+}
+
+// Status is a user's state in a queue (the contract's QueueStatus).
+type Status string
+
+// The contract's QueueStatus values.
+const (
+	Waiting  Status = "WAITING"
+	Admitted Status = "ADMITTED"
+	Expired  Status = "EXPIRED"
+)
+
+// Ticket is a user's place in an event's queue.
+type Ticket struct {
+	EventID string
+	Status  Status
+	// Position is the 1-based place while WAITING.
+	Position int
+	// EstimatedWait is set while WAITING when there is an estimate: before
+	// the sale opens, the time to the opening plus Position at the
+	// configured rate; after, Position over the measured admission rate
+	// (none while nobody has been admitted recently).
+	EstimatedWait *time.Duration
+	// Token and ExpiresAt are set when ADMITTED.
+	Token     string
+	ExpiresAt time.Time
+}
+
+// Deps are the Service's collaborators.
+type Deps struct {
+	Redis  redis.UniversalClient
+	Events EventStore
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+	Log *slog.Logger
+	// Metrics registers the ticketing_queue_* collectors (skipped if nil).
+	Metrics prometheus.Registerer
+}
+
+// Service is the waiting room. It is safe for concurrent use; several
+// instances may share one Redis.
+type Service struct {
+	cfg    Config
+	store  *redisstore.QueueStore
+	events EventStore
+	now    func() time.Time
+	log    *slog.Logger
+	m      *metrics
+
+	cacheMu sync.Mutex
+	cache   map[string]cachedEvent
+
+	knownMu sync.Mutex
+	known   map[string]epochSeen
+
+	watchMu    sync.Mutex
+	watch      map[string]chan struct{}
+	listenOnce sync.Once
+	bg         context.Context
+	stop       context.CancelFunc
+
+	redisDown bool // controller log de-duplication; only touched by Run
+}
+
+type cachedEvent struct {
+	ev store.Event
+	at time.Time
+}
+
+// epochSeen is what the controller last saw of a queue: its epoch and the
+// latest admission expiry in it.
+type epochSeen struct {
+	epoch string
+	hold  time.Time
+}
+
+// eventCacheTTL bounds how stale the queue's view of an event (queue flag,
+// sale window) may be.
+const eventCacheTTL = 5 * time.Second
+
+// New returns the waiting room. cfg.SigningKey is required.
+func New(d Deps, cfg Config) (*Service, error) {
+	if len(cfg.SigningKey) < 16 {
+		return nil, errors.New("queue: the signing key must be at least 16 bytes")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	bg, stop := context.WithCancel(context.Background())
+	return &Service{
+		cfg:    cfg.withDefaults(),
+		store:  redisstore.NewQueueStore(d.Redis, cfg.KeyPrefix),
+		events: d.Events,
+		now:    d.Now,
+		log:    d.Log,
+		m:      newMetrics(d.Metrics),
+		cache:  map[string]cachedEvent{},
+		known:  map[string]epochSeen{},
+		watch:  map[string]chan struct{}{},
+		bg:     bg,
+		stop:   stop,
+	}, nil
+}
+
+// Config returns the effective configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+// Close stops the Service's background listener (queueUpdates wake-ups).
+func (s *Service) Close() { s.stop() }
+
+func (s *Service) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.OpTimeout)
+}
+
+func unavailable(op string, err error) error {
+	return fmt.Errorf("queue %s: %w", op, errors.Join(apperr.ErrServiceUnavailable, err))
+}
+
+// event returns the event, from a short-lived cache.
+func (s *Service) event(ctx context.Context, id string) (store.Event, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return store.Event{}, apperr.Invalid("eventId", "not a valid id")
+	}
+	now := s.now()
+	s.cacheMu.Lock()
+	c, ok := s.cache[id]
+	s.cacheMu.Unlock()
+	if ok && now.Sub(c.at) < eventCacheTTL {
+		return c.ev, nil
+	}
+	evs, err := s.events.EventsByIDs(ctx, []string{id})
+	if err != nil {
+		return store.Event{}, fmt.Errorf("queue: event %s: %w", id, err)
+	}
+	if len(evs) == 0 {
+		return store.Event{}, fmt.Errorf("queue: event %s: %w", id, apperr.ErrNotFound)
+	}
+	s.cacheMu.Lock()
+	s.cache[id] = cachedEvent{ev: evs[0], at: now}
+	s.cacheMu.Unlock()
+	return evs[0], nil
+}
+
+// Join puts the user in the event's queue, or returns the place it already
+// has: rejoining or reconnecting keeps the place (an admission not yet
+// expired is returned again; after an unused admission expired, the user
+// goes to the back). Before the sale opens the user gets a random place in
+// a pre-queue; at opening the pre-queue is moved, in that random order,
+// ahead of everyone who comes later (first come, first served).
+//
+// Failures: BAD_USER_INPUT for an event without a queue, NOT_FOUND,
+// SALE_NOT_OPEN after the sale ended, *apperr.RateLimitedError when the
+// user or the client address joins too often, and
+// apperr.ErrServiceUnavailable (within Config.OpTimeout) when Redis does
+// not answer: no one is admitted while the queue is unavailable.
+func (s *Service) Join(ctx context.Context, eventID, userID, clientAddr string) (Ticket, error) {
+	if userID == "" {
+		return Ticket{}, apperr.ErrUnauthenticated
+	}
+	ev, err := s.event(ctx, eventID)
+	if err != nil {
+		return Ticket{}, err
+	}
+	if !ev.QueueRequired {
+		return Ticket{}, apperr.Invalid("eventId", "this event has no virtual queue; hold seats directly")
+	}
+	now := s.now()
+	if ev.SaleEndsAt != nil && !now.Before(*ev.SaleEndsAt) {
+		return Ticket{}, fmt.Errorf("queue join: %w", apperr.ErrSaleNotOpen)
+	}
+	octx, cancel := s.op(ctx)
+	defer cancel()
+	p, err := s.store.Join(octx, redisstore.JoinRequest{
+		EventID: eventID, UserID: userID, Addr: clientAddr,
+		Now: now, SaleStart: ev.SaleStartsAt,
+		Score:   rand.Int64N(1 << 53),
+		Epoch:   uuid.NewString(),
+		UserLim: redisstore.Limit{Rate: s.cfg.JoinUserRate, Burst: s.cfg.JoinUserBurst},
+		AddrLim: redisstore.Limit{Rate: s.cfg.JoinAddrRate, Burst: s.cfg.JoinAddrBurst},
+	})
+	var rl *redisstore.RateLimitedError
+	switch {
+	case errors.As(err, &rl):
+		s.m.joins.WithLabelValues("rate_limited").Inc()
+		return Ticket{}, &apperr.RateLimitedError{RetryAfter: rl.RetryAfter}
+	case err != nil:
+		s.m.joins.WithLabelValues("unavailable").Inc()
+		return Ticket{}, unavailable("join", err)
+	}
+	t := s.ticket(ev, userID, p, now)
+	if t == nil { // the join script always places the user
+		return Ticket{}, fmt.Errorf("queue join: user not placed (state %d)", p.State)
+	}
+	s.m.joins.WithLabelValues("ok").Inc()
+	return *t, nil
+}
+
+// Ticket returns the user's place in the event's queue, or nil when the user
+// is not in it (or the event has no queue). ErrServiceUnavailable when Redis
+// does not answer.
+func (s *Service) Ticket(ctx context.Context, eventID, userID string) (*Ticket, error) {
+	ev, err := s.event(ctx, eventID)
+	if err != nil || !ev.QueueRequired {
+		return nil, err
+	}
+	now := s.now()
+	octx, cancel := s.op(ctx)
+	defer cancel()
+	p, err := s.store.State(octx, eventID, userID, now)
+	if err != nil {
+		return nil, unavailable("ticket", err)
+	}
+	return s.ticket(ev, userID, p, now), nil
+}
+
+func (s *Service) ticket(ev store.Event, userID string, p redisstore.Place, now time.Time) *Ticket {
+	t := &Ticket{EventID: ev.ID}
+	switch p.State {
+	case redisstore.QueueNone:
+		return nil
+	case redisstore.QueueExpired:
+		t.Status = Expired
+	case redisstore.QueueAdmitted:
+		t.Status = Admitted
+		t.Token, t.ExpiresAt = s.mint(userID, ev.ID, p.ExpiresAt)
+	case redisstore.QueueWaiting:
+		t.Status = Waiting
+		t.Position = int(p.Position)
+		t.EstimatedWait = s.estimate(ev, p, now)
+	}
+	return t
+}
+
+// estimate is the honest wait: before the opening, the time to it plus the
+// position at the configured rate (an upper bound on the real rate); after,
+// the position over the measured rate, decayed when the controller has not
+// measured lately; nil when nothing was measured.
+func (s *Service) estimate(ev store.Event, p redisstore.Place, now time.Time) *time.Duration {
+	var d time.Duration
+	if now.Before(ev.SaleStartsAt) {
+		d = ev.SaleStartsAt.Sub(now) + time.Duration(float64(p.Position)/s.cfg.AdmitRate*float64(time.Second))
+	} else {
+		rate := p.Rate
+		if age := now.Sub(p.RateAt) - 2*s.cfg.Tick; age > 0 {
+			rate *= math.Exp(-age.Seconds() / s.cfg.RateTau.Seconds())
+		}
+		if rate < 1e-3 {
+			return nil
+		}
+		d = time.Duration(float64(p.Position) / rate * float64(time.Second))
+	}
+	return &d
+}
+
+// Leave takes the user out of the event's queue, or gives back an admission
+// not used (its slot is free at once; the token itself stays valid until it
+// expires, since verification is offline). It reports whether the user was
+// in the queue.
+func (s *Service) Leave(ctx context.Context, eventID, userID string) (bool, error) {
+	if _, err := uuid.Parse(eventID); err != nil {
+		return false, apperr.Invalid("eventId", "not a valid id")
+	}
+	octx, cancel := s.op(ctx)
+	defer cancel()
+	left, err := s.store.Leave(octx, eventID, userID)
+	if err != nil {
+		return false, unavailable("leave", err)
+	}
+	if left {
+		s.changed(octx, eventID)
+	}
+	return left, nil
+}
+
+// Release frees the user's admission slot at once; the orders engine calls
+// it when the buyer's order is confirmed. It is a no-op when the user holds
+// no slot (or the event has no queue). On error (Redis down) the caller may
+// ignore it: the slot frees itself when the admission expires.
+func (s *Service) Release(ctx context.Context, eventID, userID string) error {
+	octx, cancel := s.op(ctx)
+	defer cancel()
+	released, err := s.store.Release(octx, eventID, userID)
+	if err != nil {
+		return unavailable("release", err)
+	}
+	if released {
+		s.changed(octx, eventID)
+	}
+	return nil
+}
+
+// ActiveAdmissions counts the event's admitted buyers whose admission has
+// neither expired nor been released.
+func (s *Service) ActiveAdmissions(ctx context.Context, eventID string) (int64, error) {
+	octx, cancel := s.op(ctx)
+	defer cancel()
+	n, err := s.store.Active(octx, eventID, s.now())
+	if err != nil {
+		return 0, unavailable("active", err)
+	}
+	return n, nil
+}
+
+// changed wakes queueUpdates subscribers of the event, here and (through
+// Redis pub/sub) on the other instances.
+func (s *Service) changed(ctx context.Context, eventID string) {
+	s.notify(eventID)
+	_ = s.store.Publish(ctx, eventID)
+}
+
+func (s *Service) notify(eventID string) {
+	s.watchMu.Lock()
+	if ch, ok := s.watch[eventID]; ok {
+		close(ch)
+		delete(s.watch, eventID)
+	}
+	s.watchMu.Unlock()
+}
+
+func (s *Service) waiter(eventID string) <-chan struct{} {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	ch, ok := s.watch[eventID]
+	if !ok {
+		ch = make(chan struct{})
+		s.watch[eventID] = ch
+	}
+	return ch
+}
+
+// listen relays the queue movements announced by other instances.
+func (s *Service) listen() {
+	ps := s.store.Subscribe(s.bg)
+	go func() {
+		defer ps.Close()
+		ch := ps.Channel()
+		for {
+			select {
+			case <-s.bg.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				s.notify(m.Payload)
+			}
+		}
+	}()
+}
+
+// updateGap is the least time between two reads of one subscriber, so a
+// busy queue does not turn every admission into a read per subscriber.
+const updateGap = time.Second
+
+// Updates streams the user's ticket: the current one first, then each
+// change (woken by admissions, releases and leaves on any instance), and a
+// refresh every Config.Refresh (the estimate moves). The channel is closed
+// when ctx ends or when the user is no longer in the queue (left, released,
+// or lost with a Redis restart: the client rejoins). While Redis is down the
+// stream stays open and silent. NOT_FOUND if the user is not in the queue.
+func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan Ticket, error) {
+	// Arm the wake-up before each read, so no change is missed.
+	wake := s.waiter(eventID)
+	first, err := s.Ticket(ctx, eventID, userID)
+	if err != nil {
+		return nil, err
+	}
+	if first == nil {
+		return nil, fmt.Errorf("queue updates: not in the queue (call joinQueue first): %w", apperr.ErrNotFound)
+	}
+	s.listenOnce.Do(s.listen)
+	ch := make(chan Ticket, 1)
+	ch <- *first
+	go func() {
+		defer close(ch)
+		last := *first
+		tick := time.NewTicker(s.cfg.Refresh)
+		defer tick.Stop()
+		for {
+			periodic := false
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			case <-tick.C:
+				periodic = true
+			}
+			wake = s.waiter(eventID)
+			t, err := s.Ticket(ctx, eventID, userID)
+			if err != nil {
+				continue
+			}
+			if t == nil {
+				return
+			}
+			if periodic || t.Status != last.Status || t.Position != last.Position || t.Token != last.Token {
+				select {
+				case ch <- *t:
+					last = *t
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(updateGap):
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// Run is the admission controller: every Config.Tick it runs AdmitEvent for
+// each event with queue activity, until ctx ends. Any number of instances
+// may run it at once (each pass is one atomic Redis script); call it once per
+// Service. While Redis is down nobody is admitted; the controller logs the
+// outage once and retries.
+func (s *Service) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		err := s.AdmitAll(ctx)
+		switch {
+		case err != nil && !s.redisDown && ctx.Err() == nil:
+			s.redisDown = true
+			s.log.Warn("queue: admission controller cannot reach Redis; no admissions until it is back", "err", err)
+		case err == nil && s.redisDown:
+			s.redisDown = false
+			s.log.Info("queue: admission controller reaches Redis again")
+		}
+	}
+}
+
+// AdmitAll runs one admission pass over every event with queue activity.
+func (s *Service) AdmitAll(ctx context.Context) error {
+	octx, cancel := s.op(ctx)
+	ids, err := s.store.Events(octx)
+	cancel()
+	if err != nil {
+		return unavailable("admit", err)
+	}
+	var first error
+	for _, id := range ids {
+		if _, err := s.AdmitEvent(ctx, id); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// AdmitEvent runs one admission pass for the event and returns the users it
+// admitted, in queue order. It also expires unused admissions and opens the
+// queue (shuffled pre-queue first) once the sale has started. If Redis lost
+// the queue (a new epoch) while admissions issued before are still valid,
+// nobody is admitted until they expire, so the window holds across a Redis
+// restart as long as one controller that saw those admissions keeps running.
+func (s *Service) AdmitEvent(ctx context.Context, eventID string) ([]string, error) {
+	s.knownMu.Lock()
+	k := s.known[eventID]
+	s.knownMu.Unlock()
+	now := s.now()
+	octx, cancel := s.op(ctx)
+	defer cancel()
+	res, err := s.store.Admit(octx, eventID, redisstore.AdmitParams{
+		Now: now, Rate: s.cfg.AdmitRate, Burst: s.cfg.AdmitBurst, Window: s.cfg.Window,
+		TTL: s.cfg.AdmissionTTL, Tau: s.cfg.RateTau, KnownEpoch: k.epoch, KnownHold: k.hold,
+	})
+	if err != nil {
+		return nil, unavailable("admit", err)
+	}
+	if res.Epoch != "" {
+		if res.Epoch != k.epoch || res.MaxExpiry.After(k.hold) {
+			k = epochSeen{epoch: res.Epoch, hold: res.MaxExpiry}
+		}
+		s.knownMu.Lock()
+		s.known[eventID] = k
+		s.knownMu.Unlock()
+	}
+	if res.Idle {
+		s.m.length.DeleteLabelValues(eventID)
+		s.m.active.DeleteLabelValues(eventID)
+	} else {
+		s.m.length.WithLabelValues(eventID).Set(float64(res.Waiting))
+		s.m.active.WithLabelValues(eventID).Set(float64(res.Active))
+	}
+	if n := len(res.Admitted); n > 0 {
+		s.m.admissions.WithLabelValues(eventID).Add(float64(n))
+		for _, jt := range res.JoinedAt {
+			if !jt.IsZero() {
+				s.m.wait.Observe(now.Sub(jt).Seconds())
+			}
+		}
+		s.changed(octx, eventID)
+	}
+	return res.Admitted, nil
+}
+
+// String describes the configuration for the start-up log (no secrets).
+func (c Config) String() string {
+	return "rate=" + strconv.FormatFloat(c.AdmitRate, 'g', -1, 64) + "/s burst=" + strconv.Itoa(c.AdmitBurst) +
+		" window=" + strconv.Itoa(c.Window) + " ttl=" + c.AdmissionTTL.String()
+}
