@@ -1,0 +1,134 @@
+package app
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/ticketing/ticketing/auth"
+)
+
+// Development sign-in: the web app lets a developer pick a name and get a
+// token, so that two browser windows can act as two fans without a real
+// identity provider.
+//
+//	GET  /api/dev/config          {"devSignIn": true|false}
+//	POST /api/dev/token {"name"}  {"token", "sub", "expiresAt"}   (404 when off)
+//
+// It is on only when the server verifies HS256 development tokens
+// (JWT_HS256_SECRET is set) AND either DEV_SIGNIN=true, or DEV_SIGNIN is
+// unset and PUBLIC_BASE_URL is a loopback address (localhost, 127.0.0.0/8,
+// ::1), which is what scripts/dev.sh runs. DEV_SIGNIN=false always turns it
+// off. Minted tokens never carry roles (no admin) and last DevTokenTTL.
+
+// DevTokenTTL is the lifetime of a development sign-in token.
+const DevTokenTTL = 12 * time.Hour
+
+// DevSignInEnabled decides whether development sign-in is on for cfg-like
+// inputs: the HS256 secret, PUBLIC_BASE_URL and the DEV_SIGNIN variable.
+func DevSignInEnabled(hs256Secret, publicBaseURL, devSignIn string) bool {
+	if hs256Secret == "" {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(devSignIn)) {
+	case "1", "true", "yes", "on":
+		return true
+	case "":
+		return isLoopbackURL(publicBaseURL)
+	default: // "false", "0", "off" and anything unexpected: off
+		return false
+	}
+}
+
+func isLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// devSubject turns a display name into the token subject "dev-<slug>", or ""
+// when the name is unusable (empty, too long, or no letters or digits).
+func devSubject(name string) string {
+	name = strings.TrimSpace(name)
+	if name == "" || len([]rune(name)) > 40 {
+		return ""
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r): // accents kept (José, Zoë)
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	slug := strings.TrimSuffix(b.String(), "-")
+	if slug == "" {
+		return ""
+	}
+	return "dev-" + slug
+}
+
+// mountDevSignIn serves /api/dev/config always and /api/dev/token when
+// development sign-in is on.
+func (a *App) mountDevSignIn(mux *http.ServeMux) {
+	enabled := DevSignInEnabled(a.Cfg.JWTHS256Secret, a.Cfg.PublicBaseURL, os.Getenv("DEV_SIGNIN"))
+	if enabled && a.Log != nil {
+		a.Log.Warn("development sign-in is ON: POST /api/dev/token mints tokens for any name (set DEV_SIGNIN=false to disable)")
+	}
+	mux.HandleFunc("GET /api/dev/config", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		devWriteJSON(w, http.StatusOK, map[string]any{"devSignIn": enabled})
+	})
+	mux.HandleFunc("POST /api/dev/token", func(w http.ResponseWriter, r *http.Request) {
+		if !enabled {
+			writeError(w, r, http.StatusNotFound, "NOT_FOUND", "development sign-in is off")
+			return
+		}
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "body must be JSON {\"name\": \"...\"}")
+			return
+		}
+		sub := devSubject(in.Name)
+		if sub == "" {
+			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "name: 1 to 40 characters with at least one letter or digit")
+			return
+		}
+		tok, err := auth.Mint(a.Cfg.JWTHS256Secret, a.Cfg.JWTIssuer, a.Cfg.JWTAudience, sub, nil, DevTokenTTL)
+		if err != nil {
+			writeError(w, r, http.StatusInternalServerError, "INTERNAL", "could not mint a token")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		devWriteJSON(w, http.StatusOK, map[string]any{
+			"token":     tok,
+			"sub":       sub,
+			"name":      strings.TrimSpace(in.Name),
+			"expiresAt": time.Now().Add(DevTokenTTL).UTC().Format(time.RFC3339),
+		})
+	})
+}
+
+func devWriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
