@@ -6,6 +6,7 @@ tool github.com/99designs/gqlgen
 
 require (
 	github.com/99designs/gqlgen v0.17.98
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/blevesearch/bleve/v2 v2.6.3
 	github.com/elastic/go-elasticsearch/v8 v8.19.7
 	github.com/golang-jwt/jwt/v5 v5.3.1
