@@ -6,21 +6,32 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/catalog"
 	"github.com/ticketing/ticketing/config"
-	"github.com/ticketing/ticketing/graph"
+	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/orders"
+	"github.com/ticketing/ticketing/outbox"
+	"github.com/ticketing/ticketing/queue"
+	"github.com/ticketing/ticketing/redisstore"
 	"github.com/ticketing/ticketing/resolvers"
+	"github.com/ticketing/ticketing/rest"
+	"github.com/ticketing/ticketing/search"
+	"github.com/ticketing/ticketing/seatmap"
 	"github.com/ticketing/ticketing/store"
+	"github.com/ticketing/ticketing/web"
 )
 
 // App holds every long-lived dependency of one process.
@@ -33,7 +44,33 @@ type App struct {
 	// Now is the application clock (the database clock still decides expiry).
 	Now func() time.Time
 
+	// Catalog is the catalog service (venues, artists, events, inventory).
+	Catalog *catalog.Service
+	// Holds is the seat-hold service.
+	Holds *holds.Service
+	// Queue is the virtual waiting room (joins, admissions, permits).
+	Queue *queue.Service
+	// Orders is the orders engine (orders, payments, webhooks, refunds).
+	Orders *orders.Service
+
+	// SeatMap is the live seat map (outbox sink, snapshots, subscriptions).
+	SeatMap *seatmap.Service
+	// Projections are outbox sinks besides the seat map, such as
+	// outbox.ProjectorSink(search service); set them before RunWorkers.
+	Projections []outbox.Sink
+	// Search is the search projection (searchEvents, outbox projector); nil
+	// when its engine could not be opened.
+	Search     *search.Service
+	searchStop func()
+
 	Resolver *resolvers.Resolver
+
+	// Auth verifies bearer tokens (HTTP middleware and WebSocket init).
+	Auth *auth.Verifier
+	// Metrics is the process's Prometheus registry, served on /metrics;
+	// register collectors named ticketing_* on it.
+	Metrics  *prometheus.Registry
+	platform platform
 }
 
 // New connects to Postgres and Redis, applies the migrations and builds the
@@ -62,6 +99,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		pool.Close()
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	// Context deadlines bound socket I/O, so short per-call timeouts (hold
+	// leases: 100ms) hold even when Redis hangs.
+	ropt.ContextTimeoutEnabled = true
 	a := &App{
 		Cfg:   cfg,
 		Log:   log,
@@ -70,12 +110,59 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		Redis: redis.NewClient(ropt),
 		Now:   time.Now,
 	}
-	a.Resolver = &resolvers.Resolver{}
+	if err := a.initPlatform(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Catalog = catalog.New(a.Store, a.Now)
+	if err := a.initQueue(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Holds = holds.New(a.Store, holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log})
+	a.Metrics.MustRegister(a.Holds.Collectors()...)
+	a.AddReadinessCheck("holds_redis_leases", func(context.Context) error {
+		if a.Holds.Degraded() {
+			return errors.New("degraded: holds run on Postgres alone with bounded concurrency")
+		}
+		return nil
+	}, false)
+	a.initSeatMap("")
+	a.initSearch()
+	if err := a.initOrders(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Resolver = &resolvers.Resolver{Catalog: a.Catalog, Holds: a.Holds, Queue: a.Queue, SeatMaps: a.SeatMap, Search: a.Search, Orders: a.Orders}
 	return a, nil
+}
+
+// RunWorkers runs the background workers until ctx ends: the hold sweeper
+// (every 5 s; correctness never depends on it).
+func (a *App) RunWorkers(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); a.Holds.RunSweeper(ctx, 5*time.Second) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.runRelay(ctx) }()
+	wg.Add(1) // the queue's admission controller (safe on every instance)
+	go func() { defer wg.Done(); _ = a.Queue.Run(ctx) }()
+	wg.Add(1) // payment compensations and reconciliation (river)
+	go func() { defer wg.Done(); a.runOrders(ctx) }()
+	wg.Wait()
 }
 
 // Close releases connections.
 func (a *App) Close() {
+	if a.searchStop != nil {
+		a.searchStop()
+	}
+	if a.SeatMap != nil {
+		_ = a.SeatMap.Close()
+	}
+	if a.Queue != nil {
+		a.Queue.Close()
+	}
 	if a.Redis != nil {
 		_ = a.Redis.Close()
 	}
@@ -84,16 +171,18 @@ func (a *App) Close() {
 
 // Handler returns the HTTP handler of `ticketing serve`.
 func (a *App) Handler() http.Handler {
-	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: a.Resolver}))
-	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
-
+	_ = a.initPlatform() // no-op after New; covers Apps built by hand in tests
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", srv)
+	mux.Handle("/graphql", resolvers.LoaderMiddleware(a.Catalog)(a.graphqlHandler()))
 	mux.Handle("GET /playground", playground.Handler("Ticketing", "/graphql"))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	return mux
+	mux.HandleFunc("GET /healthz", a.healthz)
+	mux.HandleFunc("GET /readyz", a.readyz)
+	a.mountSeatMap(mux)
+	rest.New(rest.Services{Catalog: a.Catalog, Holds: a.Holds, Orders: a.Orders, Queue: a.Queue,
+		Search: a.Search, SeatMap: a.SeatMap, Log: a.Log}).Mount(mux) // the REST interface, /api/... (rest/)
+	a.mountOrders(mux)
+	mux.Handle("GET /metrics", a.metricsHandler())
+	a.mountDevSignIn(mux)          // GET /api/dev/config, POST /api/dev/token (app/devsignin.go)
+	mux.Handle("/", web.Handler()) // the web app; every more specific route above wins
+	return a.withClientAddr(a.wrap(mux))
 }

@@ -77,6 +77,7 @@ func reason(err error) string {
 func WriteUnauthenticated(w http.ResponseWriter, r *http.Request, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusUnauthorized)
 	var body any
 	if r.URL.Path == "/graphql" {

@@ -408,6 +408,22 @@ func (s *Service) Tickets(ctx context.Context, orderID string) ([]Ticket, error)
 	return s.st.OrderTickets(ctx, orderID)
 }
 
+// ValidTickets lists an order's usable tickets: those shown to the buyer
+// (VOID ones are left out).
+func (s *Service) ValidTickets(ctx context.Context, orderID string) ([]Ticket, error) {
+	ts, err := s.Tickets(ctx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	valid := ts[:0]
+	for _, t := range ts {
+		if t.Status == "VALID" {
+			valid = append(valid, t)
+		}
+	}
+	return valid, nil
+}
+
 // Updates streams the caller's order: its current state at once, then each
 // time it (or one of its payments) changes, polled every second. The
 // channel is closed when ctx ends. Errors: those of Get.

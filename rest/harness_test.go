@@ -1,0 +1,293 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/config"
+	"github.com/ticketing/ticketing/internal/testdb"
+)
+
+const (
+	jwtSecret     = "rest-test-secret-0123456789abcdef"
+	webhookSecret = "whsec_rest_test"
+)
+
+// paysimURL is the sandbox provider, run by TestMain as a separate process
+// (orders/internal/paysimd) with its state in its own database.
+var paysimURL string
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	dir, err := os.MkdirTemp("", "rest-paysim-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "paysimd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../orders/internal/paysimd").CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("build paysimd: %v\n%s", err, out))
+	}
+	ctx := context.Background()
+	dbName := "rest_paysim_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
+	admin, err := pgx.Connect(ctx, testdb.BaseURL())
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
+		return fail(err)
+	}
+	defer func() {
+		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
+		admin.Close(ctx)
+	}()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PAYSIM_ADDR="+addr, "PAYSIM_DATABASE_URL="+testdb.URLFor(dbName),
+		"PAYMENTS_WEBHOOK_SECRET="+webhookSecret, "PUBLIC_BASE_URL=http://shop.test")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	paysimURL = "http://" + addr
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(paysimURL + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("paysim did not start: %s", logs.String()))
+		}
+	}
+	return m.Run()
+}
+
+// event is a fixture event: a seated section of 10 seats (5000 EUR cents)
+// and a GA section of 10 units (2500).
+type event struct {
+	ID, Seated, GA string
+	Seats          []string
+}
+
+// env is the real handler of `ticketing serve` (workers running) on a real
+// port, over its own database, with three events: on sale, queue-protected
+// and not on sale yet.
+type env struct {
+	t                    *testing.T
+	a                    *app.App
+	base                 string
+	ev, queued, upcoming event
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dbURL := testdb.NewDatabase(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	e := &env{t: t}
+	// Before app.New, so the search index's first build has them.
+	e.ev = createEvent(t, conn, "Gran Concierto", "false", "1 hour")
+	e.queued = createEvent(t, conn, "Queued Show", "true", "1 hour")
+	e.upcoming = createEvent(t, conn, "Later Show", "false", "-1 day")
+	require.NoError(t, conn.Close(ctx))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	vars := map[string]string{
+		"DATABASE_URL":            dbURL,
+		"REDIS_URL":               testdb.RedisURL(),
+		"JWT_HS256_SECRET":        jwtSecret,
+		"PAYMENTS_BASE_URL":       paysimURL,
+		"PAYMENTS_WEBHOOK_SECRET": webhookSecret,
+		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
+		"TICKET_SIGNING_KEY":      "ticket-key-for-rest-tests-0123456789",
+		"SEARCH_DIR":              t.TempDir(),
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	e.a, err = app.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(e.a.Close)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); e.a.RunWorkers(wctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewUnstartedServer(e.a.Handler())
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	e.base = srv.URL
+	return e
+}
+
+// createEvent writes a venue, its sections and seats, an event whose sale
+// started saleAgo ago, its prices and inventory.
+func createEvent(t *testing.T, conn *pgx.Conn, name, queued, saleAgo string) event {
+	ctx := context.Background()
+	venue := uuid.NewString()
+	e := event{ID: uuid.NewString(), Seated: uuid.NewString(), GA: uuid.NewString()}
+	stmts := []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'Hall', 'Street 1', 'Madrid', 'ES', 40.4, -3.7)`, []any{venue}},
+		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 1, 'Stalls', 'SEATED', 10)`, []any{e.Seated, venue}},
+		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 2, 'Floor', 'GENERAL_ADMISSION', 10)`, []any{e.GA, venue}},
+		{`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y)
+		  SELECT gen_random_uuid(), $1, 'A', 0, n, n, 0 FROM generate_series(1, 10) n`, []any{e.Seated}},
+		{`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds, queue_required)
+		  VALUES ($1, $2, $3, 'music', now() + interval '30 days', now() - $4::interval, 8, 600, $5::boolean)`, []any{e.ID, venue, name, saleAgo, queued}},
+		{`INSERT INTO event_prices VALUES ($1, $2, 5000, 'EUR'), ($1, $3, 2500, 'EUR')`, []any{e.ID, e.Seated, e.GA}},
+		{`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2 ORDER BY number`, []any{e.ID, e.Seated}},
+		{`INSERT INTO inventory (event_id, section_id, unit_no) SELECT $1, $2, g FROM generate_series(1, 10) g`, []any{e.ID, e.GA}},
+	}
+	for _, s := range stmts {
+		_, err := conn.Exec(ctx, s.sql, s.args...)
+		require.NoError(t, err, s.sql)
+	}
+	rows, err := conn.Query(ctx, `SELECT id::text FROM seats WHERE section_id = $1 ORDER BY number`, e.Seated)
+	require.NoError(t, err)
+	e.Seats, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return e
+}
+
+// token mints a bearer token for a fresh user named after who.
+func (e *env) token(who string) string {
+	tok, err := auth.Mint(jwtSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)
+	require.NoError(e.t, err)
+	return tok
+}
+
+// response is an answer read in full.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// into decodes the body into v.
+func (r response) into(t *testing.T, v any) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal(r.Body, v), string(r.Body))
+}
+
+// apiError is the REST error body.
+func (r response) apiError(t *testing.T) map[string]any {
+	t.Helper()
+	var b struct{ Error map[string]any }
+	r.into(t, &b)
+	require.NotNil(t, b.Error, string(r.Body))
+	return b.Error
+}
+
+// requireError checks status, code, no-store and returns the error object.
+func (r response) requireError(t *testing.T, status int, code string) map[string]any {
+	t.Helper()
+	require.Equal(t, status, r.Status, string(r.Body))
+	e := r.apiError(t)
+	require.Equal(t, code, e["code"], string(r.Body))
+	require.Equal(t, "no-store", r.Header.Get("Cache-Control"))
+	return e
+}
+
+// do sends a request; body is JSON-encoded unless it is a string; hdr are
+// header name/value pairs.
+func (e *env) do(method, path, tok string, body any, hdr ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		require.NoError(e.t, err)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.base+path, rd)
+	require.NoError(e.t, err)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+// graphql runs a GraphQL operation; it fails the test on errors.
+func (e *env) graphql(tok, query string, vars map[string]any, out any) {
+	e.t.Helper()
+	r := e.do("POST", "/graphql", tok, map[string]any{"query": query, "variables": vars})
+	var g struct {
+		Data   json.RawMessage
+		Errors []map[string]any
+	}
+	r.into(e.t, &g)
+	require.Empty(e.t, g.Errors)
+	require.NoError(e.t, json.Unmarshal(g.Data, out))
+}
+
+// expireHold moves a hold's expiry into the past.
+func (e *env) expireHold(holdID string) {
+	e.t.Helper()
+	for _, q := range []string{
+		`UPDATE holds SET created_at = now() - interval '1 hour', expires_at = now() - interval '1 minute' WHERE id = $1`,
+		`UPDATE inventory SET expires_at = now() - interval '1 minute' WHERE hold_id = $1 AND status = 'HELD'`,
+		`UPDATE hold_items SET period = tstzrange(now() - interval '1 hour', now() - interval '1 minute') WHERE hold_id = $1`,
+	} {
+		_, err := e.a.Pool.Exec(context.Background(), q, holdID)
+		require.NoError(e.t, err)
+	}
+}
+
+// pay settles a payment at paysim's hosted checkout as the buyer would.
+func pay(t *testing.T, checkoutURL, outcome string) {
+	t.Helper()
+	resp, err := http.PostForm(checkoutURL, url.Values{"outcome": {outcome}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
