@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -61,8 +62,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		return cmdServe(ctx, args, getenv, log)
+	case "token":
+		return cmdToken(args, getenv, stdout, stderr)
 	case "migrate":
 		return cmdMigrate(ctx, getenv, log)
+	case "seed":
+		return cmdSeed(ctx, args, getenv, stdout, log)
+	case "paysim":
+		return cmdPaysim(ctx, getenv, log)
+	case "audit":
+		return cmdAudit(ctx, args, getenv, stdout, stderr, log)
+	case "reindex":
+		return cmdReindex(ctx, getenv, stdout, log)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -99,7 +110,6 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, lo
 	if err := fs.Parse(args); err != nil {
 		return exitCode(2)
 	}
-	_ = workers
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
@@ -109,12 +119,24 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, lo
 		return err
 	}
 	defer a.Close()
+	if *workers {
+		go a.RunWorkers(ctx)
+	}
+	// No ReadTimeout/WriteTimeout: they would cut WebSocket and SSE streams.
+	// Bodies are read (with a deadline and size limit) by the app's body
+	// middleware. Long-lived streams hang off baseCtx, which shutdown cancels
+	// after a short grace so Shutdown does not wait on them.
+	baseCtx, cancelStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelStreams()
 	srv := &http.Server{
 		Addr:              cfg.HTTPAddr,
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 	}
+	srv.RegisterOnShutdown(func() { time.AfterFunc(5*time.Second, cancelStreams) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("listening", "addr", cfg.HTTPAddr)

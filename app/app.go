@@ -62,6 +62,7 @@ type App struct {
 	// when its engine could not be opened.
 	Search     *search.Service
 	searchStop func()
+	stopNotify func()
 
 	Resolver *resolvers.Resolver
 
@@ -110,6 +111,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		Redis: redis.NewClient(ropt),
 		Now:   time.Now,
 	}
+	// Relays of every instance are woken after each commit that wrote
+	// outbox rows (the NOTIFY is kept out of the business transactions).
+	notifyCtx, stopNotify := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopNotify = stopNotify
+	notifier := outbox.NewNotifier(pool, log)
+	a.Store.SetOutboxHook(notifier.Kick)
+	go notifier.Run(notifyCtx)
 	if err := a.initPlatform(); err != nil {
 		a.Close()
 		return nil, err
@@ -127,7 +135,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 		return nil
 	}, false)
-	a.initSeatMap("")
+	a.initSeatMap(cfg.SeatMapRedisPrefix)
 	a.initSearch()
 	if err := a.initOrders(); err != nil {
 		a.Close()
@@ -154,6 +162,9 @@ func (a *App) RunWorkers(ctx context.Context) {
 
 // Close releases connections.
 func (a *App) Close() {
+	if a.stopNotify != nil {
+		a.stopNotify()
+	}
 	if a.searchStop != nil {
 		a.searchStop()
 	}

@@ -7,240 +7,554 @@ package resolvers
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/catalog"
 	"github.com/ticketing/ticketing/graph"
 	"github.com/ticketing/ticketing/graph/model"
+	"github.com/ticketing/ticketing/queue"
+	"github.com/ticketing/ticketing/seatmap"
+	"github.com/ticketing/ticketing/transport/sharedexec"
 )
 
 // Events is the resolver for the events field.
 func (r *artistResolver) Events(ctx context.Context, obj *model.Artist, first *int, after *string) (*model.EventConnection, error) {
-	panic(fmt.Errorf("not implemented: Events - events"))
+	p, err := r.Catalog.EventsByArtist(ctx, obj.ID, orDefault(first, 20), orZero(after))
+	if err != nil {
+		return nil, err
+	}
+	return toModelEventConnection(p), nil
 }
 
 // Venue is the resolver for the venue field.
 func (r *eventResolver) Venue(ctx context.Context, obj *model.Event) (*model.Venue, error) {
-	panic(fmt.Errorf("not implemented: Venue - venue"))
+	v, err := LoadersFrom(ctx).VenueByID.Load(ctx, obj.VenueID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelVenue(v), nil
 }
 
 // Artists is the resolver for the artists field.
 func (r *eventResolver) Artists(ctx context.Context, obj *model.Event) ([]*model.Artist, error) {
-	panic(fmt.Errorf("not implemented: Artists - artists"))
+	as, err := LoadersFrom(ctx).ArtistsByEventID.Load(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Artist, len(as))
+	for i, a := range as {
+		out[i] = toModelArtist(a)
+	}
+	return out, nil
 }
 
 // Prices is the resolver for the prices field.
 func (r *eventResolver) Prices(ctx context.Context, obj *model.Event) ([]*model.SectionPrice, error) {
-	panic(fmt.Errorf("not implemented: Prices - prices"))
+	ps, err := LoadersFrom(ctx).PricesByEventID.Load(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.SectionPrice, len(ps))
+	for i, p := range ps {
+		out[i] = toModelPrice(p)
+	}
+	return out, nil
 }
 
 // Availability is the resolver for the availability field.
 func (r *eventResolver) Availability(ctx context.Context, obj *model.Event) (*model.Availability, error) {
-	panic(fmt.Errorf("not implemented: Availability - availability"))
+	a, err := LoadersFrom(ctx).AvailabilityByEvent.Load(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelAvailability(a), nil
 }
 
 // SeatMap is the resolver for the seatMap field.
 func (r *eventResolver) SeatMap(ctx context.Context, obj *model.Event) (*model.SeatMap, error) {
-	panic(fmt.Errorf("not implemented: SeatMap - seatMap"))
+	if r.SeatMaps != nil {
+		// The live seat map's cached snapshot; its cursor was read before it.
+		m, err := r.SeatMaps.Snapshot(ctx, obj.ID)
+		if err != nil {
+			return nil, err
+		}
+		return toModelSnapshot(m), nil
+	}
+	m, err := r.Catalog.SeatMap(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelSeatMap(m), nil
 }
 
 // MinPrice is the resolver for the minPrice field.
 func (r *eventResolver) MinPrice(ctx context.Context, obj *model.Event) (*model.Money, error) {
-	panic(fmt.Errorf("not implemented: MinPrice - minPrice"))
+	return priceBound(ctx, obj.ID, func(a, b int64) bool { return a < b })
 }
 
 // MaxPrice is the resolver for the maxPrice field.
 func (r *eventResolver) MaxPrice(ctx context.Context, obj *model.Event) (*model.Money, error) {
-	panic(fmt.Errorf("not implemented: MaxPrice - maxPrice"))
+	return priceBound(ctx, obj.ID, func(a, b int64) bool { return a > b })
 }
 
 // SaleStatus is the resolver for the saleStatus field.
 func (r *eventResolver) SaleStatus(ctx context.Context, obj *model.Event) (model.SaleStatus, error) {
-	panic(fmt.Errorf("not implemented: SaleStatus - saleStatus"))
+	a, err := LoadersFrom(ctx).AvailabilityByEvent.Load(ctx, obj.ID)
+	if err != nil {
+		return "", err
+	}
+	sc := obj.SaleConditions
+	return model.SaleStatus(r.Catalog.SaleStatus(catalog.Event{SaleStartsAt: sc.SaleStartsAt, SaleEndsAt: sc.SaleEndsAt}, a)), nil
 }
 
 // Event is the resolver for the event field.
 func (r *holdResolver) Event(ctx context.Context, obj *model.Hold) (*model.Event, error) {
-	panic(fmt.Errorf("not implemented: Event - event"))
+	e, err := LoadersFrom(ctx).EventByID.Load(ctx, obj.EventID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelEvent(e), nil
 }
 
 // Items is the resolver for the items field.
 func (r *holdResolver) Items(ctx context.Context, obj *model.Hold) ([]*model.HoldItem, error) {
-	panic(fmt.Errorf("not implemented: Items - items"))
+	items, err := r.Holds.Items(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelHoldItems(items), nil
 }
 
 // Order is the resolver for the order field.
 func (r *holdResolver) Order(ctx context.Context, obj *model.Hold) (*model.Order, error) {
-	panic(fmt.Errorf("not implemented: Order - order"))
+	o, err := r.Orders.ByHold(ctx, obj.ID)
+	if err != nil || o == nil {
+		return nil, err
+	}
+	return toModelOrder(*o), nil
 }
 
 // Section is the resolver for the section field.
 func (r *holdItemResolver) Section(ctx context.Context, obj *model.HoldItem) (*model.Section, error) {
-	panic(fmt.Errorf("not implemented: Section - section"))
+	sec, err := LoadersFrom(ctx).SectionByID.Load(ctx, obj.SectionID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelSection(sec), nil
 }
 
 // Seat is the resolver for the seat field.
 func (r *holdItemResolver) Seat(ctx context.Context, obj *model.HoldItem) (*model.Seat, error) {
-	panic(fmt.Errorf("not implemented: Seat - seat"))
+	if obj.SeatID == nil {
+		return nil, nil
+	}
+	seat, err := LoadersFrom(ctx).SeatByID.Load(ctx, *obj.SeatID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelSeat(seat), nil
 }
 
 // CreateHold is the resolver for the createHold field.
 func (r *mutationResolver) CreateHold(ctx context.Context, input model.CreateHoldInput) (*model.Hold, error) {
-	panic(fmt.Errorf("not implemented: CreateHold - createHold"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := r.Holds.Create(ctx, u, fromModelHoldInput(input))
+	if err != nil {
+		return nil, err
+	}
+	return toModelHold(h), nil
 }
 
 // CancelHold is the resolver for the cancelHold field.
 func (r *mutationResolver) CancelHold(ctx context.Context, id string) (*model.Hold, error) {
-	panic(fmt.Errorf("not implemented: CancelHold - cancelHold"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := r.Holds.Cancel(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	return toModelHold(h), nil
 }
 
 // CreateOrder is the resolver for the createOrder field.
 func (r *mutationResolver) CreateOrder(ctx context.Context, input model.CreateOrderInput) (*model.Order, error) {
-	panic(fmt.Errorf("not implemented: CreateOrder - createOrder"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := r.Orders.Create(ctx, u, input.HoldID, input.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return toModelOrder(o), nil
 }
 
 // RetryPayment is the resolver for the retryPayment field.
 func (r *mutationResolver) RetryPayment(ctx context.Context, orderID string, idempotencyKey string) (*model.Order, error) {
-	panic(fmt.Errorf("not implemented: RetryPayment - retryPayment"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := r.Orders.RetryPayment(ctx, u, orderID, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return toModelOrder(o), nil
 }
 
 // JoinQueue is the resolver for the joinQueue field.
 func (r *mutationResolver) JoinQueue(ctx context.Context, eventID string) (*model.QueueTicket, error) {
-	panic(fmt.Errorf("not implemented: JoinQueue - joinQueue"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.Queue.Join(ctx, eventID, u.ID, queue.ClientAddr(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return toModelQueueTicket(&t), nil
 }
 
 // LeaveQueue is the resolver for the leaveQueue field.
 func (r *mutationResolver) LeaveQueue(ctx context.Context, eventID string) (bool, error) {
-	panic(fmt.Errorf("not implemented: LeaveQueue - leaveQueue"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return false, err
+	}
+	return r.Queue.Leave(ctx, eventID, u.ID)
 }
 
 // CreateVenue is the resolver for the createVenue field.
 func (r *mutationResolver) CreateVenue(ctx context.Context, input model.CreateVenueInput) (*model.Venue, error) {
-	panic(fmt.Errorf("not implemented: CreateVenue - createVenue"))
+	v, err := r.Catalog.CreateVenue(ctx, fromModelVenueInput(input))
+	if err != nil {
+		return nil, err
+	}
+	return toModelVenue(v), nil
 }
 
 // CreateArtist is the resolver for the createArtist field.
 func (r *mutationResolver) CreateArtist(ctx context.Context, input model.CreateArtistInput) (*model.Artist, error) {
-	panic(fmt.Errorf("not implemented: CreateArtist - createArtist"))
+	a, err := r.Catalog.CreateArtist(ctx, fromModelArtistInput(input))
+	if err != nil {
+		return nil, err
+	}
+	return toModelArtist(a), nil
 }
 
 // CreateEvent is the resolver for the createEvent field.
 func (r *mutationResolver) CreateEvent(ctx context.Context, input model.CreateEventInput) (*model.Event, error) {
-	panic(fmt.Errorf("not implemented: CreateEvent - createEvent"))
+	e, err := r.Catalog.CreateEvent(ctx, fromModelEventInput(input))
+	if err != nil {
+		return nil, err
+	}
+	return toModelEvent(e), nil
 }
 
 // Hold is the resolver for the hold field.
 func (r *orderResolver) Hold(ctx context.Context, obj *model.Order) (*model.Hold, error) {
-	panic(fmt.Errorf("not implemented: Hold - hold"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := r.Holds.Get(ctx, u, obj.HoldID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelHold(h), nil
 }
 
 // Event is the resolver for the event field.
 func (r *orderResolver) Event(ctx context.Context, obj *model.Order) (*model.Event, error) {
-	panic(fmt.Errorf("not implemented: Event - event"))
+	e, err := LoadersFrom(ctx).EventByID.Load(ctx, obj.EventID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelEvent(e), nil
 }
 
 // Payments is the resolver for the payments field.
 func (r *orderResolver) Payments(ctx context.Context, obj *model.Order) ([]*model.Payment, error) {
-	panic(fmt.Errorf("not implemented: Payments - payments"))
+	ps, err := r.Orders.Payments(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Payment, len(ps))
+	for i, p := range ps {
+		out[i] = toModelPayment(p)
+	}
+	return out, nil
 }
 
 // Tickets is the resolver for the tickets field.
 func (r *orderResolver) Tickets(ctx context.Context, obj *model.Order) ([]*model.Ticket, error) {
-	panic(fmt.Errorf("not implemented: Tickets - tickets"))
+	ts, err := r.Orders.Tickets(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Ticket, 0, len(ts))
+	for _, t := range ts {
+		if t.Status == "VALID" {
+			out = append(out, &model.Ticket{ID: t.ID, Code: t.Code, SectionID: t.SectionID, SeatID: t.SeatID, EventID: t.EventID})
+		}
+	}
+	return out, nil
 }
 
 // SearchEvents is the resolver for the searchEvents field.
 func (r *queryResolver) SearchEvents(ctx context.Context, filter *model.EventSearchInput, first *int, after *string) (*model.EventConnection, error) {
-	panic(fmt.Errorf("not implemented: SearchEvents - searchEvents"))
+	return r.searchEvents(ctx, filter, first, after)
 }
 
 // Event is the resolver for the event field.
 func (r *queryResolver) Event(ctx context.Context, id string) (*model.Event, error) {
-	panic(fmt.Errorf("not implemented: Event - event"))
+	e, err := LoadersFrom(ctx).EventByID.Load(ctx, id)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toModelEvent(e), nil
 }
 
 // Venue is the resolver for the venue field.
 func (r *queryResolver) Venue(ctx context.Context, id string) (*model.Venue, error) {
-	panic(fmt.Errorf("not implemented: Venue - venue"))
+	v, err := LoadersFrom(ctx).VenueByID.Load(ctx, id)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toModelVenue(v), nil
 }
 
 // Artist is the resolver for the artist field.
 func (r *queryResolver) Artist(ctx context.Context, id string) (*model.Artist, error) {
-	panic(fmt.Errorf("not implemented: Artist - artist"))
+	a, err := LoadersFrom(ctx).ArtistByID.Load(ctx, id)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toModelArtist(a), nil
 }
 
 // Hold is the resolver for the hold field.
 func (r *queryResolver) Hold(ctx context.Context, id string) (*model.Hold, error) {
-	panic(fmt.Errorf("not implemented: Hold - hold"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := r.Holds.Get(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	return toModelHold(h), nil
 }
 
 // Order is the resolver for the order field.
 func (r *queryResolver) Order(ctx context.Context, id string) (*model.Order, error) {
-	panic(fmt.Errorf("not implemented: Order - order"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := r.Orders.Get(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	return toModelOrder(o), nil
 }
 
 // MyOrders is the resolver for the myOrders field.
 func (r *queryResolver) MyOrders(ctx context.Context, first *int, after *string) (*model.OrderConnection, error) {
-	panic(fmt.Errorf("not implemented: MyOrders - myOrders"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.Orders.List(ctx, u, orDefault(first, 20), orZero(after))
+	if err != nil {
+		return nil, err
+	}
+	c := &model.OrderConnection{Edges: make([]*model.OrderEdge, len(p.Orders)), PageInfo: &model.PageInfo{HasNextPage: p.HasNextPage}}
+	for i, o := range p.Orders {
+		c.Edges[i] = &model.OrderEdge{Cursor: p.Cursors[i], Node: toModelOrder(o)}
+	}
+	if n := len(p.Cursors); n > 0 {
+		c.PageInfo.EndCursor = &p.Cursors[n-1]
+	}
+	return c, nil
 }
 
 // QueueTicket is the resolver for the queueTicket field.
 func (r *queryResolver) QueueTicket(ctx context.Context, eventID string) (*model.QueueTicket, error) {
-	panic(fmt.Errorf("not implemented: QueueTicket - queueTicket"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.Queue.Ticket(ctx, eventID, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelQueueTicket(t), nil
 }
 
 // Events is the resolver for the events field.
 func (r *queryResolver) Events(ctx context.Context, first *int, after *string, category *string, city *string) (*model.EventConnection, error) {
-	panic(fmt.Errorf("not implemented: Events - events"))
+	p, err := r.Catalog.ListEvents(ctx, catalog.ListFilter{
+		First: orDefault(first, 20), After: orZero(after), Category: orZero(category), City: orZero(city),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return toModelEventConnection(p), nil
 }
 
 // Me is the resolver for the me field.
 func (r *queryResolver) Me(ctx context.Context) (*model.Viewer, error) {
-	panic(fmt.Errorf("not implemented: Me - me"))
+	u, ok := auth.UserFrom(ctx)
+	if !ok {
+		return nil, nil
+	}
+	roles := u.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	return &model.Viewer{ID: u.ID, Roles: roles}, nil
 }
 
 // Seats is the resolver for the seats field.
 func (r *sectionResolver) Seats(ctx context.Context, obj *model.Section) ([]*model.Seat, error) {
-	panic(fmt.Errorf("not implemented: Seats - seats"))
+	seats, err := LoadersFrom(ctx).SeatsBySectionID.Load(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Seat, len(seats))
+	for i, st := range seats {
+		out[i] = toModelSeat(st)
+	}
+	return out, nil
 }
 
 // Section is the resolver for the section field.
 func (r *sectionPriceResolver) Section(ctx context.Context, obj *model.SectionPrice) (*model.Section, error) {
-	panic(fmt.Errorf("not implemented: Section - section"))
+	sec, err := LoadersFrom(ctx).SectionByID.Load(ctx, obj.SectionID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelSection(sec), nil
 }
 
 // SeatMapUpdates is the resolver for the seatMapUpdates field.
 func (r *subscriptionResolver) SeatMapUpdates(ctx context.Context, eventID string, after *string) (<-chan *model.SeatMapUpdate, error) {
-	panic(fmt.Errorf("not implemented: SeatMapUpdates - seatMapUpdates"))
+	a := ""
+	if after != nil {
+		a = *after
+	}
+	ch, err := seatmap.Subscribe(ctx, r.SeatMaps, eventID, a, toModelSeatMapUpdate)
+	if err != nil {
+		return nil, err
+	}
+	// Frames are shared values: each is executed once per distinct query.
+	return sharedexec.Stream(ctx, ch), nil
 }
 
 // OrderUpdates is the resolver for the orderUpdates field.
 func (r *subscriptionResolver) OrderUpdates(ctx context.Context, orderID string) (<-chan *model.Order, error) {
-	panic(fmt.Errorf("not implemented: OrderUpdates - orderUpdates"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := r.Orders.Updates(ctx, u, orderID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *model.Order, 1)
+	go func() { // owns out; ends when the service's stream ends (ctx done)
+		defer close(out)
+		for o := range in {
+			select {
+			case out <- toModelOrder(o):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 // QueueUpdates is the resolver for the queueUpdates field.
 func (r *subscriptionResolver) QueueUpdates(ctx context.Context, eventID string) (<-chan *model.QueueTicket, error) {
-	panic(fmt.Errorf("not implemented: QueueUpdates - queueUpdates"))
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := r.Queue.Updates(ctx, eventID, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *model.QueueTicket, 1)
+	go func() { // owns out; ends when the queue's stream ends (ctx done or left)
+		defer close(out)
+		for t := range in {
+			select {
+			case out <- toModelQueueTicket(&t):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 // Section is the resolver for the section field.
 func (r *ticketResolver) Section(ctx context.Context, obj *model.Ticket) (*model.Section, error) {
-	panic(fmt.Errorf("not implemented: Section - section"))
+	sec, err := LoadersFrom(ctx).SectionByID.Load(ctx, obj.SectionID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelSection(sec), nil
 }
 
 // Seat is the resolver for the seat field.
 func (r *ticketResolver) Seat(ctx context.Context, obj *model.Ticket) (*model.Seat, error) {
-	panic(fmt.Errorf("not implemented: Seat - seat"))
+	if obj.SeatID == nil {
+		return nil, nil
+	}
+	seat, err := LoadersFrom(ctx).SeatByID.Load(ctx, *obj.SeatID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelSeat(seat), nil
 }
 
 // Event is the resolver for the event field.
 func (r *ticketResolver) Event(ctx context.Context, obj *model.Ticket) (*model.Event, error) {
-	panic(fmt.Errorf("not implemented: Event - event"))
+	e, err := LoadersFrom(ctx).EventByID.Load(ctx, obj.EventID)
+	if err != nil {
+		return nil, err
+	}
+	return toModelEvent(e), nil
 }
 
 // Sections is the resolver for the sections field.
 func (r *venueResolver) Sections(ctx context.Context, obj *model.Venue) ([]*model.Section, error) {
-	panic(fmt.Errorf("not implemented: Sections - sections"))
+	secs, err := LoadersFrom(ctx).SectionsByVenueID.Load(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Section, len(secs))
+	for i, sec := range secs {
+		out[i] = toModelSection(sec)
+	}
+	return out, nil
 }
 
 // Artist returns graph.ArtistResolver implementation.

@@ -1,0 +1,376 @@
+// Command holds is the createHold load generator: it runs the real app
+// in-process on a real loopback listener against a fresh database, drives
+// createHold through the GraphQL HTTP endpoint with N concurrent clients, and
+// runs pgbench with a bare conditional UPDATE + outbox INSERT on the same
+// Postgres for comparison. See bench/README.md and bench/holds/run.sh.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/config"
+)
+
+var (
+	baseURL   = flag.String("db", "postgres:///postgres?host=/var/run/postgresql&user=postgres", "Postgres server (any database; a fresh one is created)")
+	redisURL  = flag.String("redis", "redis://127.0.0.1:6379/15", "Redis")
+	poolMax   = flag.Int("pool", 16, "app pgx pool_max_conns")
+	clients   = flag.String("clients", "8,64", "concurrent clients per run")
+	duration  = flag.Duration("duration", 8*time.Second, "length of each run")
+	pgbench   = flag.String("pgbench", "/usr/lib/postgresql/15/bin/pgbench", "pgbench binary")
+	cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the hot-event run with the most clients")
+	keepDB    = flag.Bool("keep", false, "keep the bench database")
+	noNotify  = flag.Bool("no-notify", false, "diagnostic: disable the outbox NOTIFY trigger for every run")
+	spreadN   = 100
+	secret    = "bench-secret-0123456789abcdef"
+	rowsSpr   = 20
+	perRowSpr = 50
+	gaSpr     = 2000
+	rowsHot   = 300
+	perRowHot = 100
+	gaHot     = 15000
+)
+
+type benchEvent struct {
+	id, ga string
+	rows   [][]string // seat ids per row
+	cursor atomic.Int64
+}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	name := "ticketing_bench_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	admin, err := pgx.Connect(ctx, *baseURL)
+	check(err)
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
+	check(err)
+	defer func() {
+		if !*keepDB {
+			_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		}
+	}()
+	u, _ := url.Parse(*baseURL)
+	u.Path = "/" + name
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(*poolMax))
+	u.RawQuery = q.Encode()
+	dbURL := u.String()
+
+	env := map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": *redisURL, "JWT_HS256_SECRET": secret}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	check(err)
+	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	check(err)
+	defer a.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	srv := &http.Server{Handler: a.Handler()}
+	go srv.Serve(l)
+	defer srv.Close()
+	endpoint := "http://" + l.Addr().String() + "/graphql"
+
+	log.Printf("creating %d spread events (%dx%d seats + %d GA) and 1 hot event (%dx%d + %d GA)",
+		spreadN, rowsSpr, perRowSpr, gaSpr, rowsHot, perRowHot, gaHot)
+	var spread []*benchEvent
+	for range spreadN {
+		spread = append(spread, createEvent(ctx, a.Pool, rowsSpr, perRowSpr, gaSpr))
+	}
+	hot := createEvent(ctx, a.Pool, rowsHot, perRowHot, gaHot)
+	_, err = a.Pool.Exec(ctx, "VACUUM ANALYZE")
+	check(err)
+	if *noNotify {
+		_, err = a.Pool.Exec(ctx, `ALTER TABLE outbox DISABLE TRIGGER outbox_notify`)
+		check(err)
+		log.Printf("diagnostic: outbox NOTIFY trigger disabled")
+	}
+
+	var counts []int
+	for _, c := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		check(err)
+		counts = append(counts, n)
+	}
+	fmt.Printf("\n%-22s %8s %10s %9s %9s %9s %9s\n", "run", "clients", "holds/s", "p50 ms", "p99 ms", "conflict", "errors")
+	results := map[string]float64{}
+	for _, n := range counts {
+		for _, sc := range []struct {
+			name   string
+			events []*benchEvent
+		}{{"spread-100-events", spread}, {"hot-event", []*benchEvent{hot}}} {
+			reset(ctx, a.Pool, sc.events)
+			var stop func()
+			if *cpuprof != "" && sc.name == "hot-event" && n == slices.Max(counts) {
+				f, err := os.Create(*cpuprof)
+				check(err)
+				check(pprof.StartCPUProfile(f))
+				stop = func() { pprof.StopCPUProfile(); f.Close() }
+			}
+			r := run(endpoint, sc.events, n, *duration)
+			if stop != nil {
+				stop()
+			}
+			results[fmt.Sprintf("%s/%d", sc.name, n)] = r.rate
+			fmt.Printf("%-22s %8d %10.0f %9.1f %9.1f %9d %9d\n", sc.name, n, r.rate, ms(r.p50), ms(r.p99), r.conflicts, r.errors)
+		}
+	}
+
+	// The baseline: the bare conditional UPDATE + outbox INSERT.
+	pgb := map[int]float64{}
+	script := filepath.Join(os.TempDir(), "holds_pgbench.sql")
+	check(os.WriteFile(script, []byte(pgbenchScript(ctx, a.Pool, hot.id)), 0o644))
+	for _, n := range counts {
+		pgb[n] = runPgbench(u, script, n)
+		fmt.Printf("%-22s %8d %10.0f\n", "pgbench-bare", n, pgb[n])
+	}
+	// GA design check: 2 units per transaction from unit rows picked with
+	// SKIP LOCKED (ours) versus one counter row per section.
+	_, err = a.Pool.Exec(ctx, `CREATE TABLE bench_ga_counter (section_id uuid PRIMARY KEY, held int NOT NULL, capacity int NOT NULL);
+		INSERT INTO bench_ga_counter VALUES ('`+hot.ga+`', 0, 1000000)`)
+	check(err)
+	gaUnits := filepath.Join(os.TempDir(), "holds_pgbench_ga_units.sql")
+	gaCounter := filepath.Join(os.TempDir(), "holds_pgbench_ga_counter.sql")
+	check(os.WriteFile(gaUnits, []byte(fmt.Sprintf(`BEGIN;
+WITH picked AS MATERIALIZED (
+  SELECT id FROM inventory WHERE event_id = '%[1]s' AND section_id = '%[2]s' AND unit_no IS NOT NULL
+    AND status IN ('AVAILABLE', 'HELD') AND (status = 'AVAILABLE' OR expires_at <= now())
+  ORDER BY status, id LIMIT 2 FOR UPDATE SKIP LOCKED)
+UPDATE inventory i SET status = 'HELD', hold_id = gen_random_uuid(), owner = 'pgbench', expires_at = now(),
+  version = nextval('inventory_version_seq'), updated_at = now()
+FROM picked WHERE i.event_id = '%[1]s' AND i.id = picked.id;
+INSERT INTO outbox (event_id, topic, payload) VALUES ('%[1]s', 'inventory', '{"kind":"hold","seats":[]}');
+END;
+`, hot.id, hot.ga)), 0o644))
+	check(os.WriteFile(gaCounter, []byte(fmt.Sprintf(`BEGIN;
+UPDATE bench_ga_counter SET held = held + 2 WHERE section_id = '%[2]s' AND held + 2 <= capacity;
+INSERT INTO outbox (event_id, topic, payload) VALUES ('%[1]s', 'inventory', '{"kind":"hold","seats":[]}');
+END;
+`, hot.id, hot.ga)), 0o644))
+	n := slices.Max(counts)
+	fmt.Printf("%-22s %8d %10.0f\n", "pgbench-ga-unit-rows", n, runPgbench(u, gaUnits, n))
+	fmt.Printf("%-22s %8d %10.0f\n", "pgbench-ga-counter-row", n, runPgbench(u, gaCounter, n))
+
+	// The outbox NOTIFY trigger (migration 00005) serialises commits that
+	// insert outbox rows; measure the bare transaction without it too.
+	if _, err := a.Pool.Exec(ctx, `ALTER TABLE outbox DISABLE TRIGGER outbox_notify`); err == nil && !*noNotify {
+		fmt.Printf("%-22s %8d %10.0f\n", "pgbench-bare-no-notify", n, runPgbench(u, script, n))
+		_, _ = a.Pool.Exec(ctx, `ALTER TABLE outbox ENABLE TRIGGER outbox_notify`)
+	}
+
+	fmt.Println("\nratios (ours / bare pgbench at the same client count):")
+	for _, n := range counts {
+		fmt.Printf("  %3d clients: spread %.0f%%, hot %.0f%%\n", n,
+			100*results[fmt.Sprintf("spread-100-events/%d", n)]/pgb[n], 100*results[fmt.Sprintf("hot-event/%d", n)]/pgb[n])
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func createEvent(ctx context.Context, pool *pgxpool.Pool, rows, perRow, ga int) *benchEvent {
+	venue, ev, seated, gaSec := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	stmts := []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'Bench hall', 'x', 'Madrid', 'ES', 40.4, -3.7)`, []any{venue}},
+		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 1, 'Stalls', 'SEATED', $3), ($4, $2, 2, 'Floor', 'GENERAL_ADMISSION', $5)`, []any{seated, venue, rows * perRow, gaSec, ga}},
+		{`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y)
+		  SELECT gen_random_uuid(), $1, 'R' || r, r, n, n, r FROM generate_series(0, $2 - 1) r, generate_series(1, $3) n`, []any{seated, rows, perRow}},
+		{`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds)
+		  VALUES ($1, $2, 'Bench', 'music', now() + interval '30 days', now() - interval '1 hour', 100, 60)`, []any{ev, venue}},
+		{`INSERT INTO event_prices VALUES ($1, $2, 5000, 'EUR'), ($1, $3, 2500, 'EUR')`, []any{ev, seated, gaSec}},
+		{`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2 ORDER BY row_index, number`, []any{ev, seated}},
+		{`INSERT INTO inventory (event_id, section_id, unit_no) SELECT $1, $2, g FROM generate_series(1, $3) g`, []any{ev, gaSec, ga}},
+	}
+	for _, s := range stmts {
+		_, err := pool.Exec(ctx, s.sql, s.args...)
+		check(err)
+	}
+	e := &benchEvent{id: ev, ga: gaSec, rows: make([][]string, rows)}
+	r, err := pool.Query(ctx, `SELECT row_index, id::text FROM seats WHERE section_id = $1 ORDER BY row_index, number`, seated)
+	check(err)
+	for r.Next() {
+		var i int
+		var id string
+		check(r.Scan(&i, &id))
+		e.rows[i] = append(e.rows[i], id)
+	}
+	check(r.Err())
+	return e
+}
+
+// reset makes all inventory available again between runs.
+func reset(ctx context.Context, pool *pgxpool.Pool, evs []*benchEvent) {
+	for _, sql := range []string{
+		`UPDATE inventory SET status = 'AVAILABLE', hold_id = NULL, owner = NULL, expires_at = NULL WHERE status <> 'AVAILABLE'`,
+		`DELETE FROM hold_items`, `DELETE FROM holds`, `DELETE FROM idempotency_keys`, `DELETE FROM outbox`, `VACUUM ANALYZE`,
+	} {
+		_, err := pool.Exec(ctx, sql)
+		check(err)
+	}
+	for _, e := range evs {
+		e.cursor.Store(0)
+	}
+}
+
+// next returns the seats of the next request: 40% one seat, 30% four
+// adjacent seats, 30% two GA units. Seats are dealt in order so requests do
+// not collide (the run measures holds, not conflicts).
+func (e *benchEvent) next(rng *rand.Rand) map[string]any {
+	in := map[string]any{"eventId": e.id, "idempotencyKey": uuid.NewString()}
+	switch p := rng.IntN(10); {
+	case p < 3:
+		in["generalAdmission"] = []any{map[string]any{"sectionId": e.ga, "quantity": 2}}
+	default:
+		n := 1
+		if p < 6 {
+			n = 4
+		}
+		perRow := len(e.rows[0])
+		blocks := perRow / 4
+		c := int(e.cursor.Add(1)-1) % (len(e.rows) * blocks)
+		row, start := e.rows[c/blocks], (c%blocks)*4
+		in["seatIds"] = row[start : start+n]
+	}
+	return in
+}
+
+type result struct {
+	rate              float64
+	p50, p99          time.Duration
+	conflicts, errors int64
+}
+
+const mutation = `mutation($in: CreateHoldInput!) { createHold(input: $in) { id status expiresAt } }`
+
+func run(endpoint string, evs []*benchEvent, clients int, d time.Duration) result {
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	defer tr.CloseIdleConnections()
+	var (
+		mu        sync.Mutex
+		lat       []time.Duration
+		ok        atomic.Int64
+		conflicts atomic.Int64
+		errs      atomic.Int64
+		wg        sync.WaitGroup
+	)
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
+			var local []time.Duration
+			for i := 0; time.Now().Before(deadline); i++ {
+				ev := evs[rng.IntN(len(evs))]
+				tok, _ := auth.Mint(secret, "ticketing-dev", "ticketing", fmt.Sprintf("bench-%d-%d", c, i), nil, time.Hour)
+				body, _ := json.Marshal(map[string]any{"query": mutation, "variables": map[string]any{"in": ev.next(rng)}})
+				req, _ := http.NewRequest(http.MethodPost, endpoint, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+tok)
+				t0 := time.Now()
+				res, err := hc.Do(req)
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				local = append(local, time.Since(t0))
+				switch {
+				case bytes.Contains(b, []byte(`"SEAT_UNAVAILABLE"`)):
+					conflicts.Add(1)
+				case bytes.Contains(b, []byte(`"errors"`)):
+					if errs.Add(1) < 3 {
+						log.Printf("error: %s", b)
+					}
+				default:
+					ok.Add(1)
+				}
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	return result{rate: float64(ok.Load()) / el.Seconds(), p50: pct(0.50), p99: pct(0.99),
+		conflicts: conflicts.Load(), errors: errs.Load()}
+}
+
+// pgbenchScript is one transaction of the bare hold: the conditional UPDATE
+// of one random inventory row of the hot event (expiring at once, so the row
+// is holdable again next time) and the outbox INSERT.
+func pgbenchScript(ctx context.Context, pool *pgxpool.Pool, eventID string) string {
+	var lo, hi int64
+	check(pool.QueryRow(ctx, `SELECT min(id), max(id) FROM inventory WHERE event_id = $1`, eventID).Scan(&lo, &hi))
+	return fmt.Sprintf(`\set id random(%d, %d)
+BEGIN;
+UPDATE inventory SET status = 'HELD', hold_id = gen_random_uuid(), owner = 'pgbench', expires_at = now(),
+  version = nextval('inventory_version_seq'), updated_at = now()
+WHERE event_id = '%s' AND id = :id AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()));
+INSERT INTO outbox (event_id, topic, payload) VALUES ('%s', 'inventory', '{"kind":"hold","seats":[]}');
+END;
+`, lo, hi, eventID, eventID)
+}
+
+var tpsRe = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+func runPgbench(u *url.URL, script string, clients int) float64 {
+	host := u.Query().Get("host")
+	user := u.Query().Get("user")
+	args := []string{"-n", "-M", "prepared", "-f", script, "-c", strconv.Itoa(clients), "-j", "2",
+		"-T", strconv.Itoa(int(duration.Seconds())), "-h", host, "-U", user, strings.TrimPrefix(u.Path, "/")}
+	out, err := exec.Command(*pgbench, args...).CombinedOutput()
+	m := tpsRe.FindSubmatch(out)
+	if err != nil || m == nil {
+		log.Printf("pgbench failed: %v\n%s", err, out)
+		return 0
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	return tps
+}

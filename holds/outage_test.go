@@ -1,0 +1,163 @@
+package holds_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/testdb"
+	"github.com/ticketing/ticketing/redisstore"
+	"github.com/ticketing/ticketing/store"
+)
+
+// ownRedis runs a private redis-server on a free port (never the shared one).
+type ownRedis struct {
+	t    *testing.T
+	port int
+	cmd  *exec.Cmd
+}
+
+func startOwnRedis(t *testing.T, port int) *ownRedis {
+	t.Helper()
+	if port == 0 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port = l.Addr().(*net.TCPAddr).Port
+		require.NoError(t, l.Close())
+	}
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no")
+	require.NoError(t, cmd.Start())
+	r := &ownRedis{t: t, port: port, cmd: cmd}
+	t.Cleanup(r.stop)
+	c := redis.NewClient(&redis.Options{Addr: r.addr()})
+	defer c.Close()
+	require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
+	return r
+}
+
+func (r *ownRedis) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
+
+func (r *ownRedis) stop() {
+	if r.cmd.Process != nil && r.cmd.ProcessState == nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+	}
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.Gauge != nil {
+				return m.Gauge.GetValue()
+			}
+			return m.Counter.GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// Redis is killed in the middle of a run and restarted: holds keep working
+// and stay correct, and the degraded state is reported.
+func TestRedisOutage(t *testing.T) {
+	t.Parallel()
+	rs := startOwnRedis(t, 0)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.addr(), DialTimeout: 100 * time.Millisecond,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	pool := testdb.NewPool(t)
+	svc := holds.New(store.New(pool), holds.Config{
+		Leases:              redisstore.NewLeases(rdb, testdb.RedisPrefix(t)),
+		ProbeInterval:       100 * time.Millisecond,
+		FallbackConcurrency: 4,
+		FallbackWait:        10 * time.Second,
+	})
+	t.Cleanup(svc.Wait)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(svc.Collectors()...)
+	ev := createEvent(t, pool, eventSpec{rows: 4, perRow: 25, maxPerUser: 100})
+	ctx := ctxT(t, 120*time.Second)
+
+	var ok, conflicts atomic.Int32
+	var wg sync.WaitGroup
+	var phase atomic.Int32 // 0 up, 1 down, 2 up again
+	done := make(chan struct{})
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				seats := []string{ev.AllSeat[rng.IntN(len(ev.AllSeat))], ev.AllSeat[rng.IntN(len(ev.AllSeat))]}
+				if seats[0] == seats[1] {
+					seats = seats[:1]
+				}
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_, err := svc.Create(rctx, user(w*1000+i), seatsReq(ev, seats...))
+				cancel()
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case isUnavailable(err):
+					conflicts.Add(1)
+				default:
+					t.Errorf("phase %d: %v", phase.Load(), err)
+					return
+				}
+			}
+		}()
+	}
+	waitOK := func(n int32) {
+		target := ok.Load() + n
+		require.Eventually(t, func() bool { return ok.Load() >= target }, 30*time.Second, 10*time.Millisecond)
+	}
+	waitOK(5)
+	assert.False(t, svc.Degraded())
+
+	rs.stop() // Redis dies mid-run
+	phase.Store(1)
+	require.Eventually(t, svc.Degraded, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, 1.0, gauge(t, reg, "ticketing_redis_lease_fallback"))
+	waitOK(5) // sales go on, on Postgres alone
+
+	startOwnRedis(t, rs.port) // back
+	phase.Store(2)
+	require.Eventually(t, func() bool { return !svc.Degraded() }, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, 0.0, gauge(t, reg, "ticketing_redis_lease_fallback"))
+	waitOK(5)
+	close(done)
+	wg.Wait()
+	assert.Positive(t, gauge(t, reg, "ticketing_hold_lease_fallback_total"))
+
+	// Correct throughout: every hold has all its seats, nothing else is held.
+	assert.Equal(t, int(ok.Load()), count(t, pool, `SELECT count(*) FROM holds WHERE event_id = $1`, ev.ID))
+	assert.Zero(t, count(t, pool, `
+		SELECT count(*) FROM hold_items hi JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+		WHERE hi.event_id = $1 AND i.hold_id IS DISTINCT FROM hi.hold_id`, ev.ID), "an item not held by its hold")
+	assert.Zero(t, count(t, pool, `
+		SELECT count(*) FROM inventory i WHERE event_id = $1 AND status = 'HELD'
+		AND NOT EXISTS (SELECT 1 FROM hold_items hi WHERE hi.hold_id = i.hold_id AND hi.inventory_id = i.id)`, ev.ID))
+	t.Logf("ok=%d conflicts=%d", ok.Load(), conflicts.Load())
+}
