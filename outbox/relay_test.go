@@ -54,6 +54,13 @@ func run(t *testing.T, r *outbox.Relay) {
 func TestRelaysShareTheWorkInOrderPerEvent(t *testing.T) {
 	st := store.New(testdb.NewPool(t))
 	ctx := context.Background()
+	// Commits that write outbox rows kick the notifier, whose NOTIFY wakes
+	// the relays (as app.New wires it).
+	notifier := outbox.NewNotifier(st.Pool(), nil)
+	st.SetOutboxHook(notifier.Kick)
+	nctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go notifier.Run(nctx)
 	events := []string{uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()}
 	rec := newRecorder()
 	for i := 0; i < 3; i++ {

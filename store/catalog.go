@@ -408,6 +408,7 @@ func (s *Store) InventoryGAStates(ctx context.Context, eventID string) ([]GAStat
 // CatalogOutboxInsert records catalog changes of events (topic "catalog",
 // payload {"eventId", "version"}) for the search projection.
 func (s *Store) CatalogOutboxInsert(ctx context.Context, eventIDs []string, versions []int64) error {
+	s.markOutbox()
 	_, err := s.db.Exec(ctx, sqlCatalogOutboxInsert, eventIDs, versions)
 	return wrap("catalog outbox insert", err)
 }

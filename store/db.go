@@ -45,10 +45,29 @@ type DBTX interface {
 type Store struct {
 	db   DBTX
 	pool *pgxpool.Pool
+	// onOutbox is called after the commit of a transaction that wrote outbox
+	// rows (see SetOutboxHook); outboxDirty is set inside such a transaction.
+	onOutbox    func()
+	outboxDirty *bool
 }
 
 // New returns a store over the pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{db: pool, pool: pool} }
+
+// SetOutboxHook registers fn to run after every commit that wrote outbox
+// rows (the relay's wake-up). It is called outside the transaction, so a
+// slow or failing fn never lengthens or fails a business transaction.
+// Set it once, before the store is used.
+func (s *Store) SetOutboxHook(fn func()) { s.onOutbox = fn }
+
+// markOutbox records that the current statement wrote outbox rows.
+func (s *Store) markOutbox() {
+	if s.outboxDirty != nil {
+		*s.outboxDirty = true
+	} else if s.onOutbox != nil {
+		s.onOutbox()
+	}
+}
 
 // Pool returns the underlying pool (for LISTEN and health checks).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -58,9 +77,19 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // returns, and must not share it between goroutines: a pgx connection is not
 // safe for concurrent use.
 func (s *Store) InTx(ctx context.Context, fn func(*Store) error) error {
-	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		return fn(&Store{db: tx, pool: s.pool})
+	if s.outboxDirty != nil { // a savepoint: the outermost commit decides
+		return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			return fn(&Store{db: tx, pool: s.pool, onOutbox: s.onOutbox, outboxDirty: s.outboxDirty})
+		})
+	}
+	dirty := false
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		return fn(&Store{db: tx, pool: s.pool, onOutbox: s.onOutbox, outboxDirty: &dirty})
 	})
+	if err == nil && dirty && s.onOutbox != nil {
+		s.onOutbox()
+	}
+	return err
 }
 
 // Exec runs a statement on the store's connection (for tests and tools).

@@ -87,6 +87,7 @@ func (s *Store) OutboxInsert(ctx context.Context, eventID, topic string, payload
 	if eventID != "" {
 		ev = &eventID
 	}
+	s.markOutbox()
 	_, err = s.db.Exec(ctx, sqlOutboxInsert, ev, topic, b)
 	return wrap("outbox insert", err)
 }

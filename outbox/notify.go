@@ -1,0 +1,57 @@
+package outbox
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Notifier wakes the relays of every instance (LISTEN outbox) after commits
+// that wrote outbox rows. It replaces a NOTIFY inside the business
+// transaction: Postgres serialises the commits of all transactions that
+// issued NOTIFY on a global lock, which capped every write path (holds,
+// orders) at the rate of one commit at a time. Here the NOTIFY runs in its own
+// tiny transaction after the business commit, and kicks that arrive while one
+// is in flight are coalesced into the next, so relays still wake within a
+// round trip and polling stays only a safety net.
+type Notifier struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	kick chan struct{}
+}
+
+// NewNotifier returns a notifier over pool; call Run to start it.
+func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Notifier{pool: pool, log: log, kick: make(chan struct{}, 1)}
+}
+
+// Kick asks for a notification; it never blocks. Use it as the store's
+// outbox hook (store.SetOutboxHook).
+func (n *Notifier) Kick() {
+	select {
+	case n.kick <- struct{}{}:
+	default: // one is already pending: it covers this commit too
+	}
+}
+
+// Run sends the notifications until ctx ends.
+func (n *Notifier) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.kick:
+		}
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if _, err := n.pool.Exec(c, `SELECT pg_notify('outbox', '')`); err != nil && ctx.Err() == nil {
+			// The relays' polling picks the rows up anyway.
+			n.log.Warn("outbox notify", "err", err)
+		}
+		cancel()
+	}
+}
