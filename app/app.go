@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +81,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
+		// pgxpool's default (max(4, CPUs)) is far too small for a server
+		// with workers, subscriptions and river; DATABASE_URL can override.
+		pcfg.MaxConns = 32
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

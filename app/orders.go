@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/ticketing/ticketing/orders"
 	"github.com/ticketing/ticketing/payments"
@@ -27,12 +30,48 @@ func (a *App) initOrders() error {
 	if a.Queue != nil {
 		cfg.Queue = a.Queue
 	}
+	// Optional reconciler tuning (load tests and chaos runs settle faster):
+	// PAYMENTS_RECONCILE_AFTER and PAYMENTS_RECONCILE_INTERVAL, Go durations.
+	for name, dst := range map[string]*time.Duration{
+		"PAYMENTS_RECONCILE_AFTER": &cfg.ReconcileAfter, "PAYMENTS_RECONCILE_INTERVAL": &cfg.ReconcileInterval,
+	} {
+		if v := os.Getenv(name); v != "" {
+			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
+				return fmt.Errorf("config: %s: want a positive Go duration, got %q", name, v)
+			}
+		}
+	}
 	a.Orders, err = orders.New(a.Store, cfg)
 	if err != nil {
 		return err
 	}
 	a.Metrics.MustRegister(a.Orders.Collectors()...)
+	if a.Cfg.PaymentsProvider == "sandbox" {
+		// Not critical: holds and reads go on while the provider is down;
+		// checkouts then wait in UNKNOWN/PENDING for reconciliation.
+		a.AddReadinessCheck("payments", sandboxHealth(a.Cfg.PaymentsBaseURL), false)
+	}
 	return nil
+}
+
+// sandboxHealth checks that the sandbox provider answers its /healthz.
+func sandboxHealth(baseURL string) CheckFunc {
+	client := &http.Client{Timeout: 2 * time.Second}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+"/healthz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("payments provider: %s", resp.Status)
+		}
+		return nil
+	}
 }
 
 // mountOrders serves the payment provider's notifications.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"net/http"
 
 	"github.com/ticketing/ticketing/outbox"
@@ -28,7 +29,26 @@ func (a *App) initSeatMap(prefix string) {
 // search projection) until ctx ends. Any number of instances may run it.
 func (a *App) runRelay(ctx context.Context) {
 	sinks := append([]outbox.Sink{a.SeatMap}, a.Projections...)
-	r := outbox.New(a.Pool, outbox.Config{Registerer: a.Metrics, Log: a.Log}, sinks...)
+	// The relay holds one transaction per partition while its sinks publish,
+	// and the sinks read Postgres too (GA recounts, search documents): on
+	// one shared pool, busy partitions could take every connection and wait
+	// forever for the sinks. The relay therefore gets a pool of its own:
+	// one connection per partition plus one for LISTEN.
+	cfg := outbox.Config{Registerer: a.Metrics, Log: a.Log}
+	pcfg, err := pgxpool.ParseConfig(a.Cfg.DatabaseURL)
+	if err != nil {
+		a.Log.Error("outbox relay", "err", err)
+		return
+	}
+	cfg.Partitions = outbox.DefaultPartitions
+	pcfg.MaxConns = int32(cfg.Partitions + 1)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		a.Log.Error("outbox relay", "err", err)
+		return
+	}
+	defer pool.Close()
+	r := outbox.New(pool, cfg, sinks...)
 	_ = r.Run(ctx)
 }
 

@@ -76,6 +76,10 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// DefaultPartitions is the number of partitions when Config leaves it zero.
+// A relay holds up to one transaction per partition at a time.
+const DefaultPartitions = 4
+
 // Config tunes a Relay; zero values take the defaults.
 type Config struct {
 	// Partitions must be the same on every relay (default 4).
@@ -106,7 +110,7 @@ type Relay struct {
 // New returns a relay over the pool that publishes every row to each sink.
 func New(pool *pgxpool.Pool, cfg Config, sinks ...Sink) *Relay {
 	if cfg.Partitions <= 0 {
-		cfg.Partitions = 4
+		cfg.Partitions = DefaultPartitions
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 200
