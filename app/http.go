@@ -25,6 +25,7 @@ import (
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/graph"
+	"github.com/ticketing/ticketing/transport/sharedexec"
 	"github.com/ticketing/ticketing/transport/wsgorilla"
 )
 
@@ -79,18 +80,19 @@ func (a *App) initPlatform() error {
 // with the depth and complexity limits, APQ and the contract's error
 // presentation.
 func (a *App) graphqlHandler() http.Handler {
-	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: a.Resolver}))
+	// seatMapUpdates frames are executed once per distinct operation and
+	// shared by every subscriber (transport/sharedexec).
+	srv := handler.New(sharedexec.Wrap(graph.NewExecutableSchema(graph.Config{Resolvers: a.Resolver}), "seatMapUpdates"))
 	allowOrigin := wsgorilla.OriginChecker(a.allowedOrigins()...)
-	srv.AddTransport(transport.Websocket{
-		Implementation: wsgorilla.Implementation{Upgrader: websocket.Upgrader{
+	srv.AddTransport(wsgorilla.Transport{
+		Upgrader: websocket.Upgrader{
 			CheckOrigin:      allowOrigin,
 			HandshakeTimeout: 10 * time.Second,
-		}},
-		InitFunc:              a.websocketInit,
-		InitTimeout:           10 * time.Second,
-		KeepAlivePingInterval: wsKeepAlive,
-		PingPongInterval:      wsKeepAlive,
-		PayloadReadLimit:      ptr(int64(64 << 10)),
+		},
+		InitFunc:    a.websocketInit,
+		InitTimeout: 10 * time.Second,
+		KeepAlive:   wsKeepAlive,
+		ReadLimit:   64 << 10,
 		ErrorFunc: func(ctx context.Context, err error) {
 			a.Log.DebugContext(ctx, "websocket", "err", err)
 		},
@@ -131,8 +133,6 @@ func (a *App) allowedOrigins() []string {
 	return append([]string{a.Cfg.PublicBaseURL}, a.Cfg.AllowedOrigins...)
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // websocketInit authenticates a WebSocket from the connection_init payload
 // {"Authorization": "Bearer <JWT>"}. No token keeps the connection anonymous
 // (or authenticated by the upgrade request's header); an invalid token closes
@@ -142,9 +142,7 @@ func (a *App) websocketInit(ctx context.Context, p transport.InitPayload) (conte
 	ctx = context.WithValue(ctx, subCountKey{}, new(atomic.Int64))
 	u, ok, err := a.Auth.Authenticate(p.Authorization())
 	if err != nil {
-		ctx = transport.WithWebsocketCloseCode(ctx, 4403)
-		ctx = transport.AppendCloseReason(ctx, "UNAUTHENTICATED")
-		return ctx, nil, errors.New("UNAUTHENTICATED: invalid token")
+		return ctx, nil, &wsgorilla.InitError{Code: 4403, Reason: "UNAUTHENTICATED", Err: errors.New("UNAUTHENTICATED: invalid token")}
 	}
 	if ok {
 		ctx = auth.WithUser(ctx, u)

@@ -36,6 +36,10 @@ type Config struct {
 	// (ALLOWED_ORIGINS, comma separated); empty means same host plus
 	// PUBLIC_BASE_URL.
 	AllowedOrigins []string
+	// SeatMapRedisPrefix (SEATMAP_REDIS_PREFIX, default empty) is put before
+	// the live seat map's Redis keys and channels; instances that serve the
+	// same clients must share it (tests give each test its own).
+	SeatMapRedisPrefix string
 	// Dev is true when keys were generated at start (development mode).
 	GeneratedKeys []string
 }
@@ -68,6 +72,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PublicBaseURL:    get("PUBLIC_BASE_URL", "http://127.0.0.1:8080"),
 		PaysimAddr:       get("PAYSIM_ADDR", ":8090"),
 	}
+	c.SeatMapRedisPrefix = get("SEATMAP_REDIS_PREFIX", "")
 	c.PaysimDatabaseURL = get("PAYSIM_DATABASE_URL", c.DatabaseURL)
 	if o := get("ALLOWED_ORIGINS", ""); o != "" {
 		for _, s := range strings.Split(o, ",") {

@@ -64,7 +64,7 @@ cat <<MSG
 
   Ticketing is running.
 
-    Web app:     http://127.0.0.1:$port/
+    Web app:     http://127.0.0.1:$port/  (sign in with any name: development sign-in)
     Playground:  http://127.0.0.1:$port/playground
     GraphQL:     http://127.0.0.1:$port/graphql
     Payments:    http://127.0.0.1:${PAYSIM_ADDR##*:}/  (sandbox provider)

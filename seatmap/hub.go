@@ -184,14 +184,22 @@ func (h *hub) run() {
 
 	safety := time.NewTicker(safetyPoll)
 	defer safety.Stop()
+	// At most one frame per Coalesce window: a change after a quiet spell
+	// goes out at once, the ones that follow wait for the window's end.
 	var flush <-chan time.Time
+	var last time.Time
 	for {
 		select {
 		case <-h.stop:
 			return
 		case <-h.wake:
 			if flush == nil {
-				flush = time.After(s.cfg.Coalesce)
+				if wait := s.cfg.Coalesce - time.Since(last); wait > 0 {
+					flush = time.After(wait)
+				} else {
+					last = time.Now()
+					h.flush(ctx)
+				}
 			}
 		case <-safety.C:
 			if flush == nil {
@@ -199,6 +207,7 @@ func (h *hub) run() {
 			}
 		case <-flush:
 			flush = nil
+			last = time.Now()
 			h.flush(ctx)
 		}
 	}
@@ -382,14 +391,13 @@ func (s *Service) catchUp(ctx context.Context, eventID, after, last string) ([]*
 			return s.replay(ctx, eventID, after, last)
 		}
 	}
-	snap, err := s.Snapshot(ctx, eventID)
+	snap, err := s.snapshot(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	first := &Update{EventID: eventID, Cursor: snap.Cursor, Snapshot: snap, Seats: []Seat{}, GeneralAdmission: []GA{}}
-	more, err := s.replay(ctx, eventID, snap.Cursor, last)
+	more, err := s.replay(ctx, eventID, snap.snap.Cursor, last)
 	if err != nil {
 		return nil, err
 	}
-	return append([]*Update{first}, more...), nil
+	return append([]*Update{snap.first}, more...), nil
 }

@@ -80,7 +80,9 @@ type Config struct {
 	Prefix string
 	// MaxLen caps each event's stream, approximately (default 10000 entries).
 	MaxLen int64
-	// Coalesce is how long a hub gathers changes before one frame (default 100ms).
+	// Coalesce is the shortest time between two frames of a hub (default
+	// 100ms): a change after a quiet spell is sent at once, the changes
+	// that follow it within the window go out together at the window's end.
 	Coalesce time.Duration
 	// Buffer is the frames a subscriber may have pending before it is cut
 	// off as too slow (default 32).
@@ -119,7 +121,10 @@ type Service struct {
 
 type cached struct {
 	snap *Snapshot
-	at   time.Time
+	// first is the subscribers' first message carrying snap: one value for
+	// all of them, so transports convert and render it once.
+	first *Update
+	at    time.Time
 }
 
 // New returns a Service. Close it to release its pub/sub connection.
@@ -255,11 +260,16 @@ func compareID(a, b string) int {
 // Postgres, loaded once per event however many viewers ask at once. Its
 // Cursor was read before the map.
 func (s *Service) Snapshot(ctx context.Context, eventID string) (*Snapshot, error) {
+	c, err := s.snapshot(ctx, eventID)
+	return c.snap, err
+}
+
+func (s *Service) snapshot(ctx context.Context, eventID string) (cached, error) {
 	s.cacheM.Lock()
 	c, ok := s.cache[eventID]
 	s.cacheM.Unlock()
 	if ok && time.Since(c.at) < s.cfg.SnapshotTTL {
-		return c.snap, nil
+		return c, nil
 	}
 	ch := s.sf.DoChan(eventID, func() (any, error) {
 		// Not the first caller's ctx: the others wait on this load too.
@@ -278,18 +288,20 @@ func (s *Service) Snapshot(ctx context.Context, eventID string) (*Snapshot, erro
 				}
 			}
 		}
-		s.cache[eventID] = cached{snap, now}
+		c := cached{snap: snap, at: now,
+			first: &Update{EventID: eventID, Cursor: snap.Cursor, Snapshot: snap, Seats: []Seat{}, GeneralAdmission: []GA{}}}
+		s.cache[eventID] = c
 		s.cacheM.Unlock()
-		return snap, nil
+		return c, nil
 	})
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return cached{}, ctx.Err()
 	case r := <-ch:
 		if r.Err != nil {
-			return nil, r.Err
+			return cached{}, r.Err
 		}
-		return r.Val.(*Snapshot), nil
+		return r.Val.(cached), nil
 	}
 }
 

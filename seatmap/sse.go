@@ -25,7 +25,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		after = r.URL.Query().Get("after")
 	}
 	ctx := r.Context()
-	ch, err := Subscribe(ctx, s, r.PathValue("eventId"), after, func(u *Update) *Update { return u })
+	ch, err := Subscribe(ctx, s, r.PathValue("eventId"), after, renderSSE)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -51,15 +51,15 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer ka.Stop()
 	for {
 		select {
-		case u, ok := <-ch:
+		case ev, ok := <-ch:
 			if !ok {
 				if ctx.Err() == nil {
 					write("event: resync\ndata: {}\n\n")
 				}
 				return
 			}
-			b, err := json.Marshal(u)
-			if err != nil || !write("id: %s\ndata: %s\n\n", u.Cursor, b) {
+			_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if _, err := w.Write(ev.b); err != nil || rc.Flush() != nil {
 				return
 			}
 		case <-ka.C:
@@ -70,6 +70,18 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// sseEvent is an update rendered as an SSE event. Subscribe renders each
+// update once for all the streams it fans out to.
+type sseEvent struct{ b []byte }
+
+func renderSSE(u *Update) *sseEvent {
+	data, err := json.Marshal(u)
+	if err != nil { // plain structs: cannot happen
+		panic(err)
+	}
+	return &sseEvent{[]byte(fmt.Sprintf("id: %s\ndata: %s\n\n", u.Cursor, data))}
 }
 
 // writeError answers with the REST error body of the contract.

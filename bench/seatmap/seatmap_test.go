@@ -8,6 +8,7 @@ package seatmap_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/holds"
 	"github.com/ticketing/ticketing/internal/testdb"
+	"github.com/ticketing/ticketing/outbox"
 	"github.com/ticketing/ticketing/store"
 )
 
@@ -62,6 +64,13 @@ func TestSeatMapLoad(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	st := store.New(pool)
+	// As in `ticketing serve`: a commit that wrote outbox rows wakes the
+	// relays (NOTIFY after commit); without it they only poll, once a second.
+	notifier := outbox.NewNotifier(pool, nil)
+	st.SetOutboxHook(notifier.Kick)
+	nctx, stopNotifier := context.WithCancel(ctx)
+	t.Cleanup(stopNotifier)
+	go notifier.Run(nctx)
 	eventID, seats := hotEvent(t, st, seatsN)
 
 	// The server: a real `ticketing serve` process with its workers (relay).
@@ -85,6 +94,7 @@ func TestSeatMapLoad(t *testing.T) {
 	// Subscribers: take the cursor (Event.seatMap.cursor) and subscribe after it.
 	cursor := seatMapCursor(t, addr, eventID)
 	lat := newHist()
+	fanout = newHist()
 	var received atomic.Int64
 	commits := sync.Map{} // version -> commit time
 	start := time.Now()
@@ -124,18 +134,26 @@ func TestSeatMapLoad(t *testing.T) {
 	defer stop()
 	var ops atomic.Int64
 	var lwg sync.WaitGroup
+	cpu0 := procCPU(srv.Process.Pid)
+	self0 := procCPU(os.Getpid())
 	for w := 0; w < workers; w++ {
 		lwg.Add(1)
 		go func() {
 			defer lwg.Done()
 			user := auth.User{ID: fmt.Sprintf("bench-%d", w)}
-			for i := w; loadCtx.Err() == nil; i += workers {
-				seat := seats[i%len(seats)]
+			// The worker's own seats: nobody else changes them, so the
+			// version read after the commit is the one it committed.
+			var mine []string
+			for i := w; i < len(seats); i += workers {
+				mine = append(mine, seats[i])
+			}
+			for i := 0; loadCtx.Err() == nil; i++ {
+				seat := mine[i%len(mine)]
 				h, err := hs.Create(loadCtx, user, holds.CreateRequest{EventID: eventID, SeatIDs: []string{seat}, IdempotencyKey: uuid.NewString()})
 				if err != nil {
 					continue
 				}
-				record(st, &commits, seat, time.Now())
+				record(st, &commits, seat, time.Now()) // Create returns right after the commit
 				if _, err := hs.Cancel(context.WithoutCancel(loadCtx), user, h.ID); err == nil {
 					record(st, &commits, seat, time.Now())
 				}
@@ -146,23 +164,29 @@ func TestSeatMapLoad(t *testing.T) {
 	lwg.Wait()
 	time.Sleep(2 * time.Second) // the last frames
 	rss2, _ := serverMem(t, srv.Process.Pid, addr)
+	loadCPU := procCPU(srv.Process.Pid) - cpu0
+	selfCPU := procCPU(os.Getpid()) - self0
 
 	p50, p99, max, n := lat.quantiles()
+	fp50, fp99, _, _ := fanout.quantiles()
 	report := fmt.Sprintf(`subscribers=%d seats=%d hold_workers=%d load=%s cpus=%d
 connect+subscribe: %s
 inventory changes committed: %d (%.0f/s)
 frames: %.0f sent by the server, %.0f entries coalesced into them; dropped slow subscribers: %.0f
 seat updates received by clients: %d (latency samples %d)
 commit -> client receipt: p50=%s p99=%s max=%s
+newest stream entry of a frame -> client receipt: p50=%s p99=%s
 server RSS: idle %.1f MiB -> %d subscribers %.1f MiB (under load %.1f MiB); Go heap in use %.1f -> %.1f MiB
 memory per idle subscriber: RSS %.1f KiB, heap %.1f KiB
+CPU during load (+2 s): server %.1f s, load generator (clients + hold workers) %.1f s, of %.0f s available
 `, subscribers, seatsN, workers, loadFor, runtime.NumCPU(), connectTook.Round(time.Millisecond),
 		ops.Load(), float64(ops.Load())/loadFor.Seconds(),
 		metric(addr, "ticketing_seatmap_frames_total"), metric(addr, "ticketing_seatmap_coalesced_entries_total"),
 		metric(addr, "ticketing_seatmap_dropped_subscribers_total"),
-		received.Load(), n, p50, p99, max,
+		received.Load(), n, p50, p99, max, fp50, fp99,
 		mib(rss0), subscribers, mib(rss1), mib(rss2), mib(heap0), mib(heap1),
-		float64(rss1-rss0)/1024/float64(subscribers), float64(heap1-heap0)/1024/float64(subscribers))
+		float64(rss1-rss0)/1024/float64(subscribers), float64(heap1-heap0)/1024/float64(subscribers),
+		loadCPU.Seconds(), selfCPU.Seconds(), (loadFor+2*time.Second).Seconds()*float64(runtime.NumCPU()))
 	fmt.Print(report)
 	if out := os.Getenv("REPORT"); out != "" {
 		_ = os.WriteFile(out, []byte(report), 0o644)
@@ -222,7 +246,7 @@ func seatMapCursor(t *testing.T, addr, eventID string) string {
 
 func subscribe(addr, eventID, cursor string) (*websocket.Conn, error) {
 	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 30 * time.Second,
-		ReadBufferSize: 1024, WriteBufferSize: 512}
+		ReadBufferSize: 4096, WriteBufferSize: 256, WriteBufferPool: &sync.Pool{}}
 	c, _, err := d.Dial("ws://"+addr+"/graphql", nil)
 	if err != nil {
 		return nil, err
@@ -247,33 +271,78 @@ func subscribe(addr, eventID, cursor string) (*websocket.Conn, error) {
 	return c, err
 }
 
+// readLoop is the client: it reads each message into a reused buffer and,
+// instead of decoding it, scans it for the seat versions (the only thing
+// the latency needs), so that the load generator's share of the two cores
+// stays small.
 func readLoop(c *websocket.Conn, commits *sync.Map, h *hist, received *atomic.Int64) {
+	var buf bytes.Buffer
 	for {
-		var m struct {
-			Type    string
-			Payload struct {
-				Data struct {
-					SeatMapUpdates struct {
-						Seats []struct{ Version int64 }
-					}
-				}
-			}
-		}
-		if err := c.ReadJSON(&m); err != nil {
+		_, r, err := c.NextReader()
+		if err != nil {
 			return
 		}
-		if m.Type == "ping" {
-			_ = c.WriteJSON(map[string]string{"type": "pong"})
-			continue
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			return
 		}
 		now := time.Now()
-		for _, s := range m.Payload.Data.SeatMapUpdates.Seats {
+		msg := buf.Bytes()
+		if bytes.Contains(msg, []byte(`"type":"ping"`)) {
+			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"type":"pong"}`))
+			continue
+		}
+		// The cursor is the id of the frame's newest stream entry, whose
+		// first part is the Redis clock (ms) when the relay appended it.
+		if i := bytes.Index(msg, cursorKey); i >= 0 && fanout != nil {
+			ms := int64(0)
+			for _, d := range msg[i+len(cursorKey):] {
+				if d < '0' || d > '9' {
+					break
+				}
+				ms = ms*10 + int64(d-'0')
+			}
+			if ms > 0 { // not the snapshot of a stream that did not exist yet ("0-0")
+				fanout.add(now.Sub(time.UnixMilli(ms)))
+			}
+		}
+		for {
+			i := bytes.Index(msg, versionKey)
+			if i < 0 {
+				break
+			}
+			msg = msg[i+len(versionKey):]
+			v := int64(0)
+			for len(msg) > 0 && msg[0] >= '0' && msg[0] <= '9' {
+				v = v*10 + int64(msg[0]-'0')
+				msg = msg[1:]
+			}
 			received.Add(1)
-			if at, ok := commits.Load(s.Version); ok {
+			if at, ok := commits.Load(v); ok {
 				h.add(now.Sub(at.(time.Time)))
 			}
 		}
 	}
+}
+
+var (
+	versionKey = []byte(`"version":`)
+	cursorKey  = []byte(`"cursor":"`)
+	// fanout: newest stream entry of a frame -> its receipt (the hub's
+	// coalescing plus the fan-out), as opposed to commit -> receipt.
+	fanout *hist
+)
+
+// procCPU is a process's user+system CPU time so far.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
 // hist is a latency histogram with 1 ms buckets up to 30 s.

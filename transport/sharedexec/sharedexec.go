@@ -1,0 +1,243 @@
+// Package sharedexec executes a subscription event once per distinct
+// operation instead of once per subscriber.
+//
+// gqlgen runs the selection set of every event for every subscription. For
+// a broadcast stream (the live seat map: thousands of viewers, one frame every
+// 100 ms, every viewer sending the same query) that is nearly all the CPU of
+// the fan-out. When the resolver's events are immutable values shared by all
+// subscribers (the same pointer reaches each one) and the selected fields do
+// not depend on the subscriber, the result bytes are a function of (event,
+// operation) and can be computed once and reused.
+//
+// Wrap the executable schema naming the root subscription fields for which
+// that holds, and have their resolvers return Stream(ctx, ch). Everything
+// else (other fields, operations with several root fields, resolvers that
+// return an error, events whose execution reported errors) runs through
+// gqlgen as usual.
+package sharedexec
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// The cache keeps the results of the most recent events (oldest evicted
+// first): subscribers read an event within milliseconds of each other, and
+// one that lags further behind just executes its own.
+const (
+	maxCacheBytes  = 32 << 20
+	maxCacheFrames = 1024
+)
+
+// Schema is an ExecutableSchema whose listed subscription fields share
+// execution results between subscribers.
+type Schema struct {
+	graphql.ExecutableSchema
+	fields map[string]bool
+	cache  cache
+}
+
+// Wrap returns es with sharing enabled for the root subscription fields
+// named. The objects reachable from those fields must not have resolvers
+// that read the subscriber's context (user, headers): one subscriber's
+// result is served to the others.
+func Wrap(es graphql.ExecutableSchema, fields ...string) *Schema {
+	s := &Schema{ExecutableSchema: es, fields: map[string]bool{}}
+	for _, f := range fields {
+		s.fields[f] = true
+	}
+	s.cache.frames = map[any]*frame{}
+	return s
+}
+
+type tapKey struct{}
+
+// tap connects Exec to the resolver's Stream call: Exec reads the events,
+// and hands gqlgen (through feed) only those it must execute itself.
+type tap struct {
+	recv func(ctx context.Context) (any, bool)
+	feed func(ctx context.Context, v any)
+}
+
+// Stream returns the channel a shared subscription resolver gives gqlgen.
+// Outside a shared operation it returns src itself. T must be a pointer
+// type, and each value must be sent unmodified to every subscriber (its
+// identity is the cache key).
+func Stream[T any](ctx context.Context, src <-chan T) <-chan T {
+	t, _ := ctx.Value(tapKey{}).(*tap)
+	if t == nil || t.recv != nil || reflect.TypeFor[T]().Kind() != reflect.Pointer {
+		return src
+	}
+	feed := make(chan T, 1)
+	t.recv = func(ctx context.Context) (any, bool) {
+		select {
+		case v, ok := <-src:
+			return v, ok
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	t.feed = func(ctx context.Context, v any) {
+		select {
+		case feed <- v.(T):
+		case <-ctx.Done(): // gqlgen then ends the stream without reading
+		}
+	}
+	return feed
+}
+
+// Exec implements graphql.ExecutableSchema.
+func (s *Schema) Exec(ctx context.Context) graphql.ResponseHandler {
+	key, ok := s.operationKey(graphql.GetOperationContext(ctx))
+	if !ok {
+		return s.ExecutableSchema.Exec(ctx)
+	}
+	t := &tap{}
+	next := s.ExecutableSchema.Exec(context.WithValue(ctx, tapKey{}, t))
+	if t.recv == nil { // the resolver failed, or does not use Stream
+		return next
+	}
+	return func(ctx context.Context) *graphql.Response {
+		v, ok := t.recv(ctx)
+		if !ok {
+			return nil
+		}
+		e, first := s.cache.entry(v, key)
+		if !first {
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				return nil
+			}
+			if e.data != nil {
+				return &graphql.Response{Data: e.data}
+			}
+			// The first execution failed or was cancelled: run our own.
+		}
+		var resp *graphql.Response
+		if first {
+			defer func() { s.cache.settle(e, resp, ctx) }()
+		}
+		t.feed(ctx, v)
+		resp = next(ctx)
+		return resp
+	}
+}
+
+// operationKey identifies what a subscriber's results depend on: the
+// document, the operation name and the variables, except the variable that
+// is only used as the field's `after` argument (a resume cursor: it decides
+// which events arrive, not how they render).
+func (s *Schema) operationKey(oc *graphql.OperationContext) ([32]byte, bool) {
+	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Subscription || len(oc.Operation.SelectionSet) != 1 {
+		return [32]byte{}, false
+	}
+	f, ok := oc.Operation.SelectionSet[0].(*ast.Field)
+	if !ok || !s.fields[f.Name] {
+		return [32]byte{}, false
+	}
+	vars := oc.Variables
+	if a := f.Arguments.ForName("after"); a != nil && a.Value != nil && a.Value.Kind == ast.Variable {
+		// Its declaration and this use, and nothing else, mention it.
+		re := regexp.MustCompile(`\$` + regexp.QuoteMeta(a.Value.Raw) + `\b`)
+		if len(re.FindAllStringIndex(oc.RawQuery, 3)) == 2 {
+			vars = make(map[string]any, len(oc.Variables))
+			for k, v := range oc.Variables {
+				if k != a.Value.Raw {
+					vars[k] = v
+				}
+			}
+		}
+	}
+	vb, err := json.Marshal(vars) // map keys are sorted: deterministic
+	if err != nil {
+		return [32]byte{}, false
+	}
+	h := sha256.New()
+	for _, p := range [][]byte{[]byte(oc.OperationName), []byte(oc.RawQuery), vb} {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k, true
+}
+
+// cache holds the results of recent events per operation.
+type cache struct {
+	mu     sync.Mutex
+	frames map[any]*frame
+	order  []any // events in arrival order, for eviction
+	bytes  int
+}
+
+type frame struct {
+	ops map[[32]byte]*entry
+}
+
+// entry is one (event, operation) result: data is set (or left nil when the
+// execution failed) before done is closed.
+type entry struct {
+	event any
+	done  chan struct{}
+	data  []byte
+	size  int // len(data) once counted in cache.bytes (guarded by cache.mu)
+}
+
+// entry returns the (v, key) entry, and whether the caller created it and so
+// must execute and settle it.
+func (c *cache) entry(v any, key [32]byte) (*entry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.frames[v]
+	if f == nil {
+		f = &frame{ops: map[[32]byte]*entry{}}
+		c.frames[v] = f
+		c.order = append(c.order, v)
+		c.evictLocked()
+	}
+	if e := f.ops[key]; e != nil {
+		return e, false
+	}
+	e := &entry{event: v, done: make(chan struct{})}
+	f.ops[key] = e
+	return e, true
+}
+
+// settle publishes the first execution's result: only a clean one (no
+// errors, nothing but data) is reused.
+func (c *cache) settle(e *entry, resp *graphql.Response, ctx context.Context) {
+	if resp != nil && len(resp.Errors) == 0 && len(graphql.GetErrors(ctx)) == 0 &&
+		resp.Label == "" && resp.Path == nil && resp.HasNext == nil && resp.Extensions == nil {
+		e.data = bytes.Clone(resp.Data) // gqlgen reuses its buffer
+	}
+	close(e.done)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frames[e.event] != nil { // not evicted meanwhile
+		e.size = len(e.data)
+		c.bytes += e.size
+	}
+	c.evictLocked()
+}
+
+// evictLocked drops the oldest events beyond the byte and count budgets
+// (keeping the newest). A subscriber lagging behind them executes its own.
+func (c *cache) evictLocked() {
+	for (c.bytes > maxCacheBytes || len(c.order) > maxCacheFrames) && len(c.order) > 1 {
+		for _, oe := range c.frames[c.order[0]].ops {
+			c.bytes -= oe.size
+		}
+		delete(c.frames, c.order[0])
+		c.order[0] = nil
+		c.order = c.order[1:]
+	}
+}

@@ -1,0 +1,106 @@
+package sharedexec_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/ticketing/ticketing/transport/sharedexec"
+)
+
+type frame struct{ n int }
+
+// fakeSchema stands for gqlgen's generated Exec: its "resolver" takes the
+// next source channel and each response "executes" (is counted).
+type fakeSchema struct {
+	graphql.ExecutableSchema
+	execs   atomic.Int32
+	sources chan (<-chan *frame)
+}
+
+func (f *fakeSchema) Exec(ctx context.Context) graphql.ResponseHandler {
+	ch := sharedexec.Stream(ctx, <-f.sources)
+	return func(ctx context.Context) *graphql.Response {
+		v, ok := <-ch
+		if !ok {
+			return nil
+		}
+		f.execs.Add(1)
+		if v.n < 0 {
+			return &graphql.Response{Errors: gqlerror.List{{Message: "bad"}}}
+		}
+		return &graphql.Response{Data: []byte(fmt.Sprintf(`{"n":%d,"q":%d}`, v.n, len(graphql.GetOperationContext(ctx).RawQuery)))}
+	}
+}
+
+// subscribe runs Exec for a subscription document and returns its handler
+// and the channel that feeds it.
+func subscribe(t *testing.T, s graphql.ExecutableSchema, f *fakeSchema, query string, vars map[string]any) (graphql.ResponseHandler, chan *frame, context.Context) {
+	t.Helper()
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	require.NoError(t, err)
+	oc := &graphql.OperationContext{RawQuery: query, Doc: doc, Operation: doc.Operations[0], Variables: vars}
+	ctx := graphql.WithResponseContext(graphql.WithOperationContext(context.Background(), oc),
+		graphql.DefaultErrorPresenter, graphql.DefaultRecover)
+	src := make(chan *frame, 4)
+	f.sources <- src
+	return s.Exec(ctx), src, ctx
+}
+
+func TestSharedExecution(t *testing.T) {
+	f := &fakeSchema{sources: make(chan (<-chan *frame), 1)}
+	s := sharedexec.Wrap(f, "updates")
+	const q = `subscription($e: ID!, $a: String) { updates(id: $e, after: $a) { x } }`
+	h1, src1, ctx1 := subscribe(t, s, f, q, map[string]any{"e": "1", "a": "c1"})
+	h2, src2, ctx2 := subscribe(t, s, f, q, map[string]any{"e": "1", "a": "c2"}) // another cursor: same results
+	const aliased = `subscription($e: ID!, $a: String) { updates(id: $e, after: $a) { y: x } }`
+	h3, src3, ctx3 := subscribe(t, s, f, aliased, map[string]any{"e": "1"})
+
+	fr := &frame{n: 7}
+	for _, src := range []chan *frame{src1, src2, src3} {
+		src <- fr
+	}
+	r1, r2, r3 := h1(ctx1), h2(ctx2), h3(ctx3)
+	require.JSONEq(t, fmt.Sprintf(`{"n":7,"q":%d}`, len(q)), string(r1.Data))
+	require.Equal(t, r1.Data, r2.Data)
+	require.JSONEq(t, fmt.Sprintf(`{"n":7,"q":%d}`, len(aliased)), string(r3.Data), "another document executes on its own")
+	require.EqualValues(t, 2, f.execs.Load(), "one execution per (frame, document)")
+
+	// A failed execution is not shared: each subscriber gets its own.
+	bad := &frame{n: -1}
+	src1 <- bad
+	src2 <- bad
+	require.NotEmpty(t, h1(ctx1).Errors)
+	require.NotEmpty(t, h2(ctx2).Errors)
+	require.EqualValues(t, 4, f.execs.Load())
+
+	// The end of the source ends the stream.
+	close(src1)
+	require.Nil(t, h1(ctx1))
+}
+
+func TestNotShared(t *testing.T) {
+	f := &fakeSchema{sources: make(chan (<-chan *frame), 1)}
+	s := sharedexec.Wrap(f, "updates")
+	// $a used twice (it could shape the result): the variables decide.
+	const q = `subscription($a: String) { updates(after: $a) { x(f: $a) } }`
+	h1, src1, ctx1 := subscribe(t, s, f, q, map[string]any{"a": "c1"})
+	h2, src2, ctx2 := subscribe(t, s, f, q, map[string]any{"a": "c2"})
+	// A field that was not declared shareable runs through gqlgen as is.
+	h3, src3, ctx3 := subscribe(t, s, f, `subscription { other { x } }`, nil)
+	fr := &frame{n: 1}
+	src1 <- fr
+	src2 <- fr
+	src3 <- fr
+	h1(ctx1)
+	h2(ctx2)
+	h3(ctx3)
+	require.EqualValues(t, 3, f.execs.Load())
+}

@@ -1,0 +1,545 @@
+package wsgorilla
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/gorilla/websocket"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// Transport is gqlgen's WebSocket transport (graphql-transport-ws, and the
+// legacy graphql-ws when the client asks for it or for no subprotocol) on
+// gorilla/websocket, built for many long-lived subscribers:
+//
+//   - a result is written as {"data":<bytes>} without being re-encoded;
+//     gqlgen's transport.Websocket marshals every response twice (the
+//     response, then the message around it), which at thousands of
+//     subscribers cost more CPU than executing the frame;
+//   - one goroutine per connection (its reader, detached from the HTTP
+//     handler so net/http's buffers are freed) plus one per operation, each
+//     started fresh once the stack-hungry setup (init, parsing, the
+//     resolver) is done, so an idle one keeps a small stack; keepalives
+//     run on a timer, not a goroutine;
+//   - small read buffers and pooled write buffers, so an idle connection
+//     holds little memory.
+//
+// The protocol behaviour follows gqlgen's transport: the same messages,
+// errors and close codes, with InitFunc deciding on connection_init (return
+// an *InitError to choose the close code).
+type Transport struct {
+	// Upgrader accepts the connection; set CheckOrigin. ReadBufferSize
+	// defaults to 512 bytes, WriteBufferSize to 16 KiB and WriteBufferPool
+	// to a shared pool.
+	Upgrader websocket.Upgrader
+	// InitFunc authenticates connection_init; its context is the parent of
+	// every operation of the connection.
+	InitFunc transport.WebsocketInitFunc
+	// InitTimeout bounds the wait for connection_init.
+	InitTimeout time.Duration
+	// KeepAlive is the graphql-ws "ka" interval and the graphql-transport-ws
+	// ping interval; a graphql-transport-ws peer silent for two intervals
+	// (no pong) is dropped. Zero disables both.
+	KeepAlive time.Duration
+	// ReadLimit caps a client message (default 64 KiB).
+	ReadLimit int64
+	// ErrorFunc, if set, receives read and write errors other than a close.
+	ErrorFunc func(ctx context.Context, err error)
+}
+
+// InitError is an InitFunc error that closes the connection with Code and
+// Reason (graphql-ws clients first get a connection_error with Err's text).
+type InitError struct {
+	Code   int
+	Reason string
+	Err    error
+}
+
+func (e *InitError) Error() string { return e.Err.Error() }
+func (e *InitError) Unwrap() error { return e.Err }
+
+const (
+	protoTransportWS = "graphql-transport-ws"
+	protoLegacyWS    = "graphql-ws"
+	// closeProtocolError is what gqlgen's transport closes with on a
+	// protocol violation.
+	closeProtocolError = 1002
+)
+
+var _ graphql.Transport = Transport{}
+
+// writePool lends write buffers to connections only while they write.
+var writePool sync.Pool
+
+// Supports implements graphql.Transport.
+func (t Transport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+
+// Do implements graphql.Transport.
+func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	up := t.Upgrader
+	up.Subprotocols = slices.Clone(up.Subprotocols)
+	for _, p := range []string{protoTransportWS, protoLegacyWS} {
+		if !slices.Contains(up.Subprotocols, p) {
+			up.Subprotocols = append(up.Subprotocols, p)
+		}
+	}
+	if up.ReadBufferSize == 0 {
+		up.ReadBufferSize = 512
+	}
+	if up.WriteBufferPool == nil {
+		up.WriteBufferPool = &writePool
+	}
+	if up.WriteBufferSize == 0 {
+		// Pooled, so only writing connections hold one: large enough for a
+		// busy seat map frame to go out in one frame and one syscall.
+		up.WriteBufferSize = 16 << 10
+	}
+	ws, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return // Upgrade has answered the request
+	}
+	limit := t.ReadLimit
+	if limit == 0 {
+		limit = 64 << 10
+	}
+	ws.SetReadLimit(limit)
+	c := &connection{t: t, ws: ws, exec: exec, headers: r.Header, ops: map[string]*op{}}
+	switch ws.Subprotocol() {
+	case protoTransportWS:
+	case protoLegacyWS, "":
+		c.legacy = true
+	default:
+		c.close(closeProtocolError, "unsupported negotiated subprotocol "+ws.Subprotocol())
+		return
+	}
+	// The connection outlives this handler: returning lets net/http free
+	// its per-connection reader, writers and request, and the handler's
+	// deep stack; a fresh goroutine with a small stack takes over. The
+	// request's values (request id, caller) stay, its cancellation does not.
+	go c.serve(context.WithoutCancel(r.Context()))
+}
+
+type connection struct {
+	t       Transport
+	ws      *websocket.Conn
+	exec    graphql.GraphExecutor
+	headers http.Header
+	legacy  bool // graphql-ws rather than graphql-transport-ws
+
+	ctx    context.Context // set by init, before any operation starts
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // serialises writes; guards the fields below
+	ops    map[string]*op
+	closed bool
+	timer  *time.Timer // keepalive
+}
+
+type op struct{ cancel context.CancelFunc }
+
+// message is a client or server message of either subprotocol.
+type message struct {
+	Payload json.RawMessage `json:"payload,omitempty"`
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+}
+
+var errInvalidMessage = errors.New("invalid message")
+
+func (c *connection) read() (message, error) {
+	_, r, err := c.ws.NextReader()
+	if err != nil {
+		return message{}, err
+	}
+	var m message
+	if err := json.NewDecoder(r).Decode(&m); err != nil {
+		return message{}, errInvalidMessage
+	}
+	return m, nil
+}
+
+// serve runs the connection: connection_init, then the read loop.
+func (c *connection) serve(parent context.Context) {
+	if c.t.InitTimeout > 0 {
+		_ = c.ws.SetReadDeadline(time.Now().Add(c.t.InitTimeout))
+	}
+	m, err := c.read()
+	switch {
+	case errors.Is(err, errInvalidMessage):
+		c.connectionError("invalid json")
+		c.close(closeProtocolError, "decoding error")
+		return
+	case isTimeout(err):
+		c.close(closeProtocolError, "connection initialisation timeout")
+		return
+	case err != nil:
+		c.close(closeProtocolError, "decoding error")
+		return
+	case c.legacy && m.Type == "connection_terminate":
+		c.close(websocket.CloseNormalClosure, "terminated")
+		return
+	case m.Type != "connection_init":
+		c.connectionError("unexpected message %s", m.Type)
+		c.close(closeProtocolError, "unexpected message")
+		return
+	}
+	if c.init(parent, m.Payload) {
+		// A fresh goroutine: this one's stack grew for InitFunc, the read
+		// loop needs little, and thousands of them sit idle.
+		go c.readLoop()
+	}
+}
+
+// readLoop reads client messages until the connection ends.
+func (c *connection) readLoop() {
+	defer c.close(websocket.CloseNormalClosure, "terminated")
+	for {
+		deadline := time.Time{}
+		if !c.legacy && c.t.KeepAlive > 0 {
+			deadline = time.Now().Add(2 * c.t.KeepAlive)
+		}
+		_ = c.ws.SetReadDeadline(deadline)
+		start := graphql.Now()
+		m, err := c.read()
+		if err != nil {
+			if errors.Is(err, errInvalidMessage) {
+				c.connectionError("invalid json")
+				c.close(closeProtocolError, "decoding error")
+			} else if !isClose(err) {
+				c.reportError(fmt.Errorf("websocket read: %w", err))
+			}
+			return
+		}
+		switch {
+		case m.Type == "subscribe" && !c.legacy, m.Type == "start" && c.legacy:
+			c.subscribe(start, m)
+		case m.Type == "complete" && !c.legacy, m.Type == "stop" && c.legacy:
+			c.mu.Lock()
+			o := c.ops[m.ID]
+			c.mu.Unlock()
+			if o != nil {
+				o.cancel()
+			}
+		case m.Type == "ping" && !c.legacy:
+			c.write(message{Type: "pong", Payload: m.Payload})
+		case m.Type == "pong" && !c.legacy:
+			// Reading it extended the deadline.
+		case m.Type == "connection_terminate" && c.legacy:
+			return
+		default:
+			c.connectionError("unexpected message %s", m.Type)
+			c.close(closeProtocolError, "unexpected message")
+			return
+		}
+	}
+}
+
+// init runs InitFunc and acknowledges; false means the connection is closed.
+func (c *connection) init(parent context.Context, raw json.RawMessage) bool {
+	var payload transport.InitPayload
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &payload); err != nil {
+			c.connectionError("invalid json")
+			c.close(closeProtocolError, "decoding error")
+			return false
+		}
+	}
+	ctx := parent
+	var ack *transport.InitPayload
+	if c.t.InitFunc != nil {
+		var err error
+		if ctx, ack, err = c.t.InitFunc(parent, payload); err != nil {
+			c.connectionError("%s", err.Error())
+			code, reason := websocket.CloseNormalClosure, "terminated"
+			var ie *InitError
+			if errors.As(err, &ie) {
+				code, reason = ie.Code, ie.Reason
+			}
+			c.close(code, reason)
+			return false
+		}
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	var ackPayload json.RawMessage
+	if ack != nil {
+		ackPayload, _ = json.Marshal(*ack)
+	}
+	c.write(message{Type: "connection_ack", Payload: ackPayload})
+	if c.legacy {
+		c.write(message{Type: "ka"})
+	}
+	if c.t.KeepAlive > 0 {
+		c.mu.Lock()
+		if !c.closed {
+			c.timer = time.AfterFunc(c.t.KeepAlive, c.keepAlive)
+		}
+		c.mu.Unlock()
+	}
+	return true
+}
+
+// keepAlive sends "ka" (graphql-ws) or "ping" (graphql-transport-ws; the
+// pong, like any message, pushes the read deadline back).
+func (c *connection) keepAlive() {
+	if c.legacy {
+		c.write(message{Type: "ka"})
+	} else {
+		c.write(message{Type: "ping"})
+	}
+	c.mu.Lock()
+	if !c.closed {
+		c.timer.Reset(c.t.KeepAlive)
+	}
+	c.mu.Unlock()
+}
+
+// subscribe registers an operation (so a "complete"/"stop" that follows is
+// not missed) and runs it on its own goroutine: parsing and validation grow
+// that goroutine's stack, not the read loop's.
+func (c *connection) subscribe(start time.Time, m message) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	o := &op{cancel: cancel}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cancel()
+		return
+	}
+	c.ops[m.ID] = o
+	c.mu.Unlock()
+	go c.run(ctx, o, start, m)
+}
+
+// run executes an operation: errors before execution are sent as gqlgen
+// sends them; then its responses are streamed until it ends, and it is
+// completed.
+func (c *connection) run(ctx context.Context, o *op, start time.Time, m message) {
+	id := m.ID
+	var rc *graphql.OperationContext
+	stream := false
+	defer func() {
+		if stream {
+			return // the stream goroutine completes it
+		}
+		c.finish(ctx, o, id, rc, recover())
+	}()
+	params := &graphql.RawParams{}
+	dec := json.NewDecoder(bytes.NewReader(m.Payload))
+	dec.UseNumber()
+	if err := dec.Decode(params); err != nil {
+		c.sendError(id, &gqlerror.Error{Message: "invalid json"})
+		return
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	params.Headers = c.headers
+
+	ctx = graphql.StartOperationTrace(ctx)
+	rc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			c.sendError(id, resp.Errors...)
+		} else {
+			c.sendResponse(id, &graphql.Response{Errors: errs})
+		}
+		return
+	}
+	responses, ctx := c.exec.DispatchOperation(graphql.WithOperationContext(ctx, rc), rc)
+	// The subscription is set up (resolver called): stream on a fresh
+	// goroutine whose small stack is all an idle subscriber keeps.
+	stream = true
+	go func() {
+		defer func() { c.finish(ctx, o, id, rc, recover()) }()
+		for {
+			resp := responses(ctx)
+			if resp == nil {
+				return
+			}
+			c.sendResponse(id, resp)
+		}
+	}()
+}
+
+// finish ends an operation: a panic is reported as its error, and it is
+// completed unless the connection is closing.
+func (c *connection) finish(ctx context.Context, o *op, id string, rc *graphql.OperationContext, panicked any) {
+	if panicked != nil {
+		var err error
+		if rc != nil {
+			err = rc.Recover(ctx, panicked)
+		} else {
+			err = fmt.Errorf("panic: %v", panicked)
+		}
+		var gqlerr *gqlerror.Error
+		if !errors.As(err, &gqlerr) {
+			gqlerr = &gqlerror.Error{}
+			if err != nil {
+				gqlerr.Message = err.Error()
+			}
+		}
+		c.sendError(id, gqlerr)
+	}
+	if c.ctx.Err() == nil { // a closing connection sends no complete
+		c.complete(id)
+	}
+	c.mu.Lock()
+	if c.ops[id] == o {
+		delete(c.ops, id)
+	}
+	c.mu.Unlock()
+	o.cancel()
+}
+
+// sendResponse writes a next/data message. A response that is only data
+// (the common case) is framed around gqlgen's bytes as they are: they are
+// valid JSON already, and re-encoding them is what made fan-out expensive.
+func (c *connection) sendResponse(id string, resp *graphql.Response) {
+	typ := "next"
+	if c.legacy {
+		typ = "data"
+	}
+	if len(resp.Errors) == 0 && resp.Label == "" && resp.Path == nil && resp.HasNext == nil && len(resp.Extensions) == 0 {
+		data := []byte(resp.Data)
+		if len(data) == 0 {
+			data = []byte("null")
+		}
+		c.writeFrame(id, typ, []byte(`{"data":`), data, []byte(`}`))
+		return
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		panic(err)
+	}
+	c.write(message{ID: id, Type: typ, Payload: b})
+}
+
+func (c *connection) complete(id string) { c.write(message{ID: id, Type: "complete"}) }
+
+func (c *connection) sendError(id string, errs ...*gqlerror.Error) {
+	b, err := json.Marshal(errs)
+	if err != nil {
+		panic(err)
+	}
+	c.write(message{ID: id, Type: "error", Payload: b})
+}
+
+// connectionError is graphql-ws's connection_error (graphql-transport-ws
+// has none: the close reason says it).
+func (c *connection) connectionError(format string, args ...any) {
+	if !c.legacy {
+		return
+	}
+	b, _ := json.Marshal(&gqlerror.Error{Message: fmt.Sprintf(format, args...)})
+	c.write(message{Type: "connection_error", Payload: b})
+}
+
+func (c *connection) write(m message) {
+	if len(m.Payload) == 0 {
+		c.writeFrame(m.ID, m.Type)
+		return
+	}
+	c.writeFrame(m.ID, m.Type, m.Payload)
+}
+
+// writeFrame writes {"id":id,"type":typ,"payload":<parts...>} (id and
+// payload omitted when empty). The parts must form valid JSON. A write that
+// fails or cannot finish within writeWait closes the connection: the peer
+// is gone or not reading.
+func (c *connection) writeFrame(id, typ string, payload ...[]byte) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	b := writeBufs.Get().(*[]byte)
+	buf := append((*b)[:0], '{')
+	if id != "" {
+		buf = append(buf, `"id":`...)
+		q, _ := json.Marshal(id)
+		buf = append(buf, q...)
+		buf = append(buf, ',')
+	}
+	buf = append(buf, `"type":"`...)
+	buf = append(buf, typ...) // one of ours: nothing to escape
+	buf = append(buf, '"')
+	if len(payload) > 0 {
+		buf = append(buf, `,"payload":`...)
+	}
+	_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+	w, err := c.ws.NextWriter(websocket.TextMessage)
+	if err == nil {
+		_, err = w.Write(buf)
+		for _, p := range payload {
+			if err == nil {
+				_, err = w.Write(p)
+			}
+		}
+		if err == nil {
+			_, err = w.Write([]byte{'}'})
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	*b = buf
+	writeBufs.Put(b)
+	c.mu.Unlock()
+	if err != nil {
+		c.reportError(fmt.Errorf("websocket write: %w", err))
+		c.close(websocket.CloseGoingAway, "write failed")
+	}
+}
+
+// writeBufs holds the scratch buffers of message headers.
+var writeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// close sends a close frame, ends every operation and closes the socket.
+func (c *connection) close(code int, reason string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	ops := c.ops
+	c.ops = nil
+	c.mu.Unlock()
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
+	for _, o := range ops {
+		o.cancel()
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+	_ = c.ws.Close()
+}
+
+func (c *connection) reportError(err error) {
+	if c.t.ErrorFunc != nil && c.ctx != nil {
+		c.t.ErrorFunc(c.ctx, err)
+	}
+}
+
+func isClose(err error) bool {
+	return errors.Is(err, net.ErrClosed) || websocket.IsCloseError(err,
+		websocket.CloseNormalClosure, websocket.CloseNoStatusReceived, websocket.CloseGoingAway)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,170 @@
+package wsgorilla
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// ticker is a GraphExecutor whose every operation streams {"n":i} until
+// cancelled; the query "bad" fails validation.
+type ticker struct{ cancelled chan struct{} }
+
+func (ticker) CreateOperationContext(_ context.Context, p *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
+	if p.Query == "bad" {
+		return &graphql.OperationContext{}, gqlerror.List{{Message: "bad query", Extensions: map[string]any{"code": "GRAPHQL_VALIDATION_FAILED"}}}
+	}
+	return &graphql.OperationContext{RawQuery: p.Query}, nil
+}
+
+func (t ticker) DispatchOperation(ctx context.Context, _ *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
+	n := 0
+	return func(ctx context.Context) *graphql.Response {
+		select {
+		case <-ctx.Done():
+			t.cancelled <- struct{}{}
+			return nil
+		case <-time.After(5 * time.Millisecond):
+		}
+		n++
+		b, _ := json.Marshal(map[string]int{"n": n})
+		return &graphql.Response{Data: b}
+	}, ctx
+}
+
+func (ticker) DispatchError(_ context.Context, list gqlerror.List) *graphql.Response {
+	return &graphql.Response{Errors: list}
+}
+
+type msg struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+func dial(t *testing.T, tr Transport, proto string) (*websocket.Conn, chan struct{}) {
+	t.Helper()
+	ex := ticker{cancelled: make(chan struct{}, 4)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tr.Do(w, r, ex) }))
+	t.Cleanup(srv.Close)
+	d := websocket.Dialer{Subprotocols: []string{proto}}
+	c, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	return c, ex.cancelled
+}
+
+func next(t *testing.T, c *websocket.Conn, skip ...string) msg {
+	t.Helper()
+	for {
+		var m msg
+		require.NoError(t, c.ReadJSON(&m))
+		if !strings.Contains(strings.Join(skip, ","), m.Type) || m.Type == "" {
+			return m
+		}
+	}
+}
+
+func TestTransportWS(t *testing.T) {
+	c, cancelled := dial(t, Transport{}, "graphql-transport-ws")
+	require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+	require.Equal(t, "connection_ack", next(t, c).Type)
+
+	require.NoError(t, c.WriteJSON(msg{ID: "a", Type: "subscribe", Payload: json.RawMessage(`{"query":"q"}`)}))
+	m := next(t, c, "ping")
+	require.Equal(t, msg{ID: "a", Type: "next", Payload: json.RawMessage(`{"data":{"n":1}}`)}, m)
+
+	// A client ping gets a pong.
+	require.NoError(t, c.WriteJSON(msg{Type: "ping"}))
+	require.Equal(t, "pong", next(t, c, "next", "ping").Type)
+
+	// complete ends the operation.
+	require.NoError(t, c.WriteJSON(msg{ID: "a", Type: "complete"}))
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("operation not cancelled")
+	}
+
+	// A validation error (a protocol error for gqlgen): error, then complete.
+	require.NoError(t, c.WriteJSON(msg{ID: "b", Type: "subscribe", Payload: json.RawMessage(`{"query":"bad"}`)}))
+	m = next(t, c, "ping", "next", "complete")
+	require.Equal(t, "b", m.ID)
+	require.Equal(t, "error", m.Type, string(m.Payload))
+	require.Contains(t, string(m.Payload), "GRAPHQL_VALIDATION_FAILED")
+	require.Equal(t, msg{ID: "b", Type: "complete"}, next(t, c, "ping"))
+
+	// An unknown message type closes the connection.
+	require.NoError(t, c.WriteJSON(msg{Type: "nonsense"}))
+	var ce *websocket.CloseError
+	for {
+		var m msg
+		if err := c.ReadJSON(&m); err != nil {
+			require.ErrorAs(t, err, &ce)
+			break
+		}
+	}
+	require.Equal(t, closeProtocolError, ce.Code)
+}
+
+func TestTransportLegacyWS(t *testing.T) {
+	c, _ := dial(t, Transport{KeepAlive: time.Hour}, "graphql-ws")
+	require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+	require.Equal(t, "connection_ack", next(t, c).Type)
+	require.Equal(t, "ka", next(t, c).Type)
+	require.NoError(t, c.WriteJSON(msg{ID: "1", Type: "start", Payload: json.RawMessage(`{"query":"q"}`)}))
+	require.Equal(t, msg{ID: "1", Type: "data", Payload: json.RawMessage(`{"data":{"n":1}}`)}, next(t, c))
+	require.NoError(t, c.WriteJSON(msg{ID: "1", Type: "stop"}))
+	require.Equal(t, msg{ID: "1", Type: "complete"}, next(t, c, "data"))
+}
+
+func TestTransportInitError(t *testing.T) {
+	refuse := func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+		require.Equal(t, "Bearer x", p.Authorization())
+		return ctx, nil, &InitError{Code: 4403, Reason: "UNAUTHENTICATED", Err: errors.New("UNAUTHENTICATED: invalid token")}
+	}
+	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
+		c, _ := dial(t, Transport{InitFunc: refuse}, proto)
+		require.NoError(t, c.WriteJSON(msg{Type: "connection_init", Payload: json.RawMessage(`{"Authorization":"Bearer x"}`)}))
+		if proto == "graphql-ws" {
+			m := next(t, c)
+			require.Equal(t, "connection_error", m.Type)
+			require.Contains(t, string(m.Payload), "UNAUTHENTICATED")
+		}
+		var m msg
+		err := c.ReadJSON(&m)
+		var ce *websocket.CloseError
+		require.ErrorAs(t, err, &ce, proto)
+		require.Equal(t, 4403, ce.Code)
+		require.Equal(t, "UNAUTHENTICATED", ce.Text)
+	}
+}
+
+func TestTransportKeepAlive(t *testing.T) {
+	c, _ := dial(t, Transport{KeepAlive: 50 * time.Millisecond}, "graphql-transport-ws")
+	require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+	require.Equal(t, "connection_ack", next(t, c).Type)
+	require.Equal(t, "ping", next(t, c).Type)
+	// A peer that answers nothing for two intervals is dropped.
+	var err error
+	for err == nil {
+		var m msg
+		err = c.ReadJSON(&m)
+	}
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		require.Equal(t, websocket.CloseNormalClosure, ce.Code)
+	}
+}
