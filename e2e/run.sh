@@ -26,7 +26,7 @@ fi
 if [ -f web/package.json ]; then
 	if [ ! -f web/dist/index.html ] || [ -n "$(find web/src web/index.html web/public web/package.json web/vite.config.ts -newer web/dist/index.html 2>/dev/null | head -n1)" ]; then
 		log "building the web app"
-		(cd web && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build)
+		(cd web && { [ -d node_modules ] || npm install --no-audit --no-fund --loglevel=error; } && npm run --silent build)
 	fi
 fi
 (cd e2e && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error; })

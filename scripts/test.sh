@@ -29,7 +29,9 @@ fi
 
 if [ -f web/package.json ]; then
 	log "building the web app"
-	(cd web && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build)
+	# npm install, not npm ci: npm 11 rejects vite 8's lock file over an
+	# optional Windows-only dependency it never records.
+	(cd web && { [ -d node_modules ] || npm install --no-audit --no-fund --loglevel=error; } && npm run --silent build)
 fi
 
 log "go test -race ./..."
