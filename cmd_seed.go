@@ -17,7 +17,7 @@ import (
 func cmdSeed(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
 	demoFlag := fs.Bool("demo", false, "load the demo catalog (idempotent)")
-	events := fs.Int("events", 0, "add N generated events over the demo venues, for benchmarks")
+	events := fs.Int("events", 0, "add N generated events (small venues in the demo cities, next 12 months), for benchmarks")
 	if err := fs.Parse(args); err != nil {
 		return exitCode(2)
 	}

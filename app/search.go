@@ -2,13 +2,18 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/outbox"
@@ -18,7 +23,8 @@ import (
 // initSearch opens the engine of SEARCH_BACKEND, registers its metrics,
 // readiness check and outbox projection, and brings it up to date with
 // Postgres in the background (a full rebuild when the index is new, else a
-// catch-up). If the engine cannot be opened, searchEvents answers
+// catch-up), then keeps following the other instances' changes
+// (searchFollower). If the engine cannot be opened, searchEvents answers
 // SERVICE_UNAVAILABLE and everything else works.
 func (a *App) initSearch() {
 	engine, fresh, cleanup, err := OpenSearchEngine(context.Background(), a.Cfg.SearchBackend, searchDir(a.Cfg), a.Cfg.ElasticsearchURL, false)
@@ -33,21 +39,112 @@ func (a *App) initSearch() {
 		a.Log.Warn("search metrics", "err", err)
 	}
 	a.AddReadinessCheck("search", a.Search.Ready, false)
-	a.Projections = append(a.Projections, outbox.ProjectorSink(a.Search))
+	f := &searchFollower{svc: a.Search, rdb: a.Redis, log: a.Log, self: uuid.NewString(),
+		channel: "ticketing:search:changes:" + filepath.Base(SearchDir(a.Cfg)), catchUpEvery: time.Minute}
+	a.Projections = append(a.Projections, f.sink())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		start := time.Now()
-		if err := a.Search.Start(ctx, fresh); err != nil && ctx.Err() == nil {
-			a.Log.Error("search start-up", "err", err, "after", time.Since(start).String())
-		}
+		f.run(ctx, fresh)
 	}()
 	a.searchStop = func() {
 		cancel()
 		<-done
 		_ = engine.Close()
 		cleanup()
+	}
+}
+
+// searchFollower keeps this instance's index converging with Postgres
+// when several API instances run: the outbox relay hands each change to one
+// instance only, so that instance applies it and announces the event ids on
+// Redis pub/sub; every other instance applies them too (batched every
+// 250 ms). Pub/sub may lose messages (reconnects), so every instance also
+// runs a version catch-up every catchUpEvery. Apply is idempotent by
+// version, so duplicates are harmless.
+type searchFollower struct {
+	svc          *search.Service
+	rdb          *redis.Client
+	log          *slog.Logger
+	self         string // this instance, to skip its own announcements
+	channel      string
+	catchUpEvery time.Duration
+}
+
+type searchChange struct {
+	From string   `json:"from"`
+	IDs  []string `json:"ids"`
+}
+
+// sink is the outbox sink: apply, then announce to the other instances.
+func (f *searchFollower) sink() outbox.Sink {
+	apply := outbox.ProjectorSink(f.svc)
+	return outbox.SinkFunc(func(ctx context.Context, rows []outbox.Row) error {
+		if err := apply.Publish(ctx, rows); err != nil {
+			return err
+		}
+		ids := outbox.EventIDs(rows, outbox.TopicCatalog, outbox.TopicInventory)
+		if len(ids) == 0 {
+			return nil
+		}
+		msg, _ := json.Marshal(searchChange{From: f.self, IDs: ids})
+		if err := f.rdb.Publish(ctx, f.channel, msg).Err(); err != nil {
+			f.log.Warn("search: announce change", "err", err) // the others catch up later
+		}
+		return nil
+	})
+}
+
+// run subscribes, brings the index up to date (Start), then applies the
+// other instances' changes and catches up periodically until ctx ends.
+func (f *searchFollower) run(ctx context.Context, fresh bool) {
+	ps := f.rdb.Subscribe(ctx, f.channel)
+	defer ps.Close()
+	msgs := ps.Channel()
+	start := time.Now()
+	if err := f.svc.Start(ctx, fresh); err != nil {
+		if ctx.Err() == nil {
+			f.log.Error("search start-up", "err", err, "after", time.Since(start).String())
+		}
+		return
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	catchUp := time.NewTicker(f.catchUpEvery)
+	defer catchUp.Stop()
+	pending := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			var c searchChange
+			if json.Unmarshal([]byte(m.Payload), &c) == nil && c.From != f.self {
+				for _, id := range c.IDs {
+					pending[id] = true
+				}
+			}
+		case <-tick.C:
+			if len(pending) == 0 {
+				continue
+			}
+			ids := make([]string, 0, len(pending))
+			for id := range pending {
+				ids = append(ids, id)
+			}
+			clear(pending)
+			if err := f.svc.Apply(ctx, ids); err != nil && ctx.Err() == nil {
+				f.log.Warn("search: apply announced changes", "err", err) // the catch-up retries
+			}
+		case <-catchUp.C:
+			if _, err := f.svc.CatchUp(ctx); err != nil && ctx.Err() == nil {
+				f.log.Warn("search: periodic catch-up", "err", err)
+			}
+		}
 	}
 }
 

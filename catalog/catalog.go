@@ -263,6 +263,18 @@ func (s *Service) CreateEvent(ctx context.Context, in EventInput) (Event, error)
 // input fails the whole batch; with more than one input the error names the
 // failing event's index.
 func (s *Service) CreateEvents(ctx context.Context, ins []EventInput) ([]Event, error) {
+	return s.createEvents(ctx, ins, true)
+}
+
+// ImportEvents is CreateEvents for bulk loads (`seed --events`): the same
+// validation, rows and inventory, but no outbox rows, so the relay does not
+// replay a whole catalog; search indexes catch the events up by version
+// (at start and periodically).
+func (s *Service) ImportEvents(ctx context.Context, ins []EventInput) ([]Event, error) {
+	return s.createEvents(ctx, ins, false)
+}
+
+func (s *Service) createEvents(ctx context.Context, ins []EventInput, announce bool) ([]Event, error) {
 	if _, err := auth.RequireAdmin(ctx); err != nil {
 		return nil, fmt.Errorf("create event: %w", err)
 	}
@@ -326,6 +338,9 @@ func (s *Service) CreateEvents(ctx context.Context, ins []EventInput) ([]Event, 
 		}
 		if _, err := tx.InventoryCreate(ctx, ids); err != nil {
 			return err
+		}
+		if !announce {
+			return nil
 		}
 		return tx.CatalogOutboxInsert(ctx, ids, versions)
 	})

@@ -51,31 +51,44 @@ func Seed(ctx context.Context, svc *catalog.Service, now time.Time) (Counts, err
 	rng := rand.New(rand.NewPCG(2024, 6))
 	ins := make([]catalog.EventInput, 0, DemoEvents)
 	for i := range DemoEvents {
-		ins = append(ins, demoEvent(i, now, rng, secs))
+		ins = append(ins, demoEvent(i, now, 2+i*180/DemoEvents, rng, venues, secs))
 	}
-	c.Events, err = createMissing(ctx, svc, ins)
+	c.Events, err = createMissing(ctx, svc, ins, svc.CreateEvents, 50)
 	return c, err
 }
 
 // SeedEvents adds n generated events (ids "bench/0".."bench/n-1", so a
-// second run with the same n adds nothing) over the demo venues and artists,
-// which it seeds first if needed. Inserts go in batches of 500 events.
+// second run with the same n adds nothing), spread over the next year, in
+// small generated venues ("Sala Íntima <city>", 30 places: 24 standing and
+// one row of 6 seats) in the demo's cities, with the demo artists. Small
+// venues keep the inventory of 100,000 events at 3 million rows instead of
+// hundreds of millions. Events are validated and get their inventory like
+// any other, through catalog.ImportEvents in batches of 2,000 (COPY, and
+// INSERT ... SELECT generate_series for the inventory), without outbox rows:
+// search indexes catch up by version.
 func SeedEvents(ctx context.Context, svc *catalog.Service, now time.Time, n int) (Counts, error) {
 	ctx = seeder(ctx)
-	c, secs, err := seedBase(ctx, svc)
+	c, _, err := seedBase(ctx, svc)
+	if err != nil {
+		return c, err
+	}
+	small := smallVenues()
+	k, secs, err := createVenues(ctx, svc, small)
+	c.Venues += k
 	if err != nil {
 		return c, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(n), 42))
-	for start := 0; start < n; start += 500 {
-		ins := make([]catalog.EventInput, 0, 500)
-		for i := start; i < min(n, start+500); i++ {
-			in := demoEvent(i, now, rng, secs)
+	const batch = 2000
+	for start := 0; start < n; start += batch {
+		ins := make([]catalog.EventInput, 0, batch)
+		for i := start; i < min(n, start+batch); i++ {
+			in := demoEvent(i, now, 2+i*364/n, rng, small, secs)
 			in.ID = id("bench", i)
 			in.Name = fmt.Sprintf("%s #%d", in.Name, i+1)
 			ins = append(ins, in)
 		}
-		k, err := createMissing(ctx, svc, ins)
+		k, err := createMissing(ctx, svc, ins, svc.ImportEvents, batch)
 		c.Events += k
 		if err != nil {
 			return c, err
@@ -84,29 +97,31 @@ func SeedEvents(ctx context.Context, svc *catalog.Service, now time.Time, n int)
 	return c, nil
 }
 
+// smallVenues are the generated events' venues: one small club per demo
+// city, in that city's currency and language.
+func smallVenues() []venueSpec {
+	var out []venueSpec
+	seen := map[string]bool{}
+	for _, v := range venues {
+		if seen[v.city] {
+			continue
+		}
+		seen[v.city] = true
+		out = append(out, venueSpec{
+			name: "Sala Íntima " + v.city, address: "Calle del Ensayo, 1", city: v.city, country: v.country,
+			lat: v.lat + 0.004, lon: v.lon + 0.004, kind: kindClub, currency: v.currency, base: v.base,
+			english: v.english, sections: club(24, 1, 6),
+		})
+	}
+	return out
+}
+
 // seedBase creates the demo venues and artists that do not exist yet and
 // returns the sections of every demo venue (secs[i] of venues[i]).
 func seedBase(ctx context.Context, svc *catalog.Service) (c Counts, secs [][]catalog.Section, err error) {
-	vids := make([]string, len(venues))
-	for i, v := range venues {
-		vids[i] = id("venue", v.name)
-	}
-	have, err := svc.VenuesByIDs(ctx, vids)
+	c.Venues, secs, err = createVenues(ctx, svc, venues)
 	if err != nil {
 		return c, nil, err
-	}
-	for i, v := range venues {
-		if _, ok := have[vids[i]]; ok {
-			continue
-		}
-		_, err := svc.CreateVenue(ctx, catalog.VenueInput{
-			ID: vids[i], Name: v.name, Address: v.address, City: v.city, Country: v.country,
-			Lat: v.lat, Lon: v.lon, Sections: v.sections,
-		})
-		if err != nil {
-			return c, nil, fmt.Errorf("demo venue %s: %w", v.name, err)
-		}
-		c.Venues++
 	}
 	aids := make([]string, len(artists))
 	for i, a := range artists {
@@ -125,18 +140,48 @@ func seedBase(ctx context.Context, svc *catalog.Service) (c Counts, secs [][]cat
 		}
 		c.Artists++
 	}
+	return c, secs, nil
+}
+
+// createVenues creates the venues of specs that do not exist yet and
+// returns how many it created and the sections of every one (secs[i] of
+// specs[i]).
+func createVenues(ctx context.Context, svc *catalog.Service, specs []venueSpec) (n int, secs [][]catalog.Section, err error) {
+	vids := make([]string, len(specs))
+	for i, v := range specs {
+		vids[i] = id("venue", v.name)
+	}
+	have, err := svc.VenuesByIDs(ctx, vids)
+	if err != nil {
+		return 0, nil, err
+	}
+	for i, v := range specs {
+		if _, ok := have[vids[i]]; ok {
+			continue
+		}
+		_, err := svc.CreateVenue(ctx, catalog.VenueInput{
+			ID: vids[i], Name: v.name, Address: v.address, City: v.city, Country: v.country,
+			Lat: v.lat, Lon: v.lon, Sections: v.sections,
+		})
+		if err != nil {
+			return n, nil, fmt.Errorf("demo venue %s: %w", v.name, err)
+		}
+		n++
+	}
 	byVenue, err := svc.SectionsByVenueIDs(ctx, vids)
 	if err != nil {
-		return c, nil, err
+		return n, nil, err
 	}
 	for _, vid := range vids {
 		secs = append(secs, byVenue[vid])
 	}
-	return c, secs, nil
+	return n, secs, nil
 }
 
-// createMissing creates the events whose ids do not exist yet, in one batch.
-func createMissing(ctx context.Context, svc *catalog.Service, ins []catalog.EventInput) (int, error) {
+// createMissing creates the events whose ids do not exist yet with create,
+// batch events per call.
+func createMissing(ctx context.Context, svc *catalog.Service, ins []catalog.EventInput,
+	create func(context.Context, []catalog.EventInput) ([]catalog.Event, error), batch int) (int, error) {
 	ids := make([]string, len(ins))
 	for i, in := range ins {
 		ids[i] = in.ID
@@ -151,17 +196,17 @@ func createMissing(ctx context.Context, svc *catalog.Service, ins []catalog.Even
 			todo = append(todo, in)
 		}
 	}
-	for start := 0; start < len(todo); start += 50 {
-		if _, err := svc.CreateEvents(ctx, todo[start:min(len(todo), start+50)]); err != nil {
+	for start := 0; start < len(todo); start += batch {
+		if _, err := create(ctx, todo[start:min(len(todo), start+batch)]); err != nil {
 			return start, err
 		}
 	}
 	return len(todo), nil
 }
 
-// demoEvent is the i-th demo event: venues in turn, spread over the next
-// six months, in the venue's language and currency.
-func demoEvent(i int, now time.Time, rng *rand.Rand, secs [][]catalog.Section) catalog.EventInput {
+// demoEvent is the i-th event over venues (in turn), day days from now, in
+// the venue's language and currency; secs[j] are the sections of venues[j].
+func demoEvent(i int, now time.Time, day int, rng *rand.Rand, venues []venueSpec, secs [][]catalog.Section) catalog.EventInput {
 	vi := i % len(venues)
 	v := venues[vi]
 	cats := categoriesOf[v.kind]
@@ -176,8 +221,7 @@ func demoEvent(i int, now time.Time, rng *rand.Rand, secs [][]catalog.Section) c
 	t := lang[cat]
 	name := t.names[rng.IntN(len(t.names))]
 
-	day := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, 2+i*180/DemoEvents)
-	starts := day.Add(time.Duration(18+rng.IntN(4)) * time.Hour).Add(time.Duration(rng.IntN(2)*30) * time.Minute)
+	starts := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, day).Add(time.Duration(18+rng.IntN(4)) * time.Hour).Add(time.Duration(rng.IntN(2)*30) * time.Minute)
 	ends := starts.Add(time.Duration(90+rng.IntN(4)*30) * time.Minute)
 
 	in := catalog.EventInput{

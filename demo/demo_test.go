@@ -2,6 +2,8 @@ package demo_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -74,5 +76,35 @@ func TestSeedEvents(t *testing.T) {
 	require.Equal(t, 30, got.Events)
 	c := count(t, st)
 	require.Equal(t, 150, c.events)
-	require.Equal(t, 150, c.outbox)
+	require.Zero(t, c.outbox, "bulk imports write no outbox rows")
+
+	// Every generated event has the inventory of its small venue (30
+	// places), prices for its sections, and starts within the next year.
+	var noInventory, noPrices, farOff int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE (SELECT count(*) FROM inventory i WHERE i.event_id = e.id) <> 30),
+		count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM event_prices p WHERE p.event_id = e.id)),
+		count(*) FILTER (WHERE e.starts_at > now() + interval '367 days' OR e.starts_at < now())
+		FROM events e JOIN venues v ON v.id = e.venue_id WHERE v.name LIKE 'Sala Íntima %'`).Scan(&noInventory, &noPrices, &farOff))
+	require.Zero(t, noInventory)
+	require.Zero(t, noPrices)
+	require.Zero(t, farOff)
+}
+
+// TestSeedEventsScale: SEED_BENCH_EVENTS=100000 go test ./demo -run TestSeedEventsScale -v
+// measures the bulk path (skipped otherwise).
+func TestSeedEventsScale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("SEED_BENCH_EVENTS"))
+	if n == 0 {
+		t.Skip("set SEED_BENCH_EVENTS")
+	}
+	st := store.New(testdb.NewPool(t))
+	svc := catalog.New(st, time.Now)
+	start := time.Now()
+	got, err := demo.SeedEvents(context.Background(), svc, time.Now(), n)
+	require.NoError(t, err)
+	require.Equal(t, n, got.Events)
+	c := count(t, st)
+	t.Logf("%d events seeded in %s (%.0f events/s); %d inventory rows", n, time.Since(start).Round(time.Millisecond),
+		float64(n)/time.Since(start).Seconds(), c.inventory)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	_ "github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
@@ -17,34 +18,55 @@ import (
 	_ "github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	_ "github.com/blevesearch/bleve/v2/analysis/tokenizer/single"
 	_ "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 	"go.etcd.io/bbolt"
 )
 
 // bleveSchema names the mapping below; an index built with another one is
 // rebuilt at open.
-const bleveSchema = "events-v1"
+const bleveSchema = "events-v2"
 
 // Analyzer names of the embedded index.
 const (
 	anFolding = "folding"    // unicode words, accents and case folded
 	anKey     = "folded_key" // the whole value as one folded term
-	anES      = "folding_es" // folding + Spanish light stemming
-	anEN      = "folding_en" // folding + English stemming
+	anStem    = "folding_stem"
 )
 
 // Bleve is the embedded engine: a Bleve (scorch) index on disk.
+//
+// Cost model: one folded copy per text field, plus `all` (every text field,
+// for typo matching with a single fuzzy clause per word) and `stem` (name and
+// description, Spanish light + English stemming). Sorting reads one doc
+// value per hit (`sort`: startsAt then id), DATE-sorted pages search growing
+// startsAt windows after the cursor instead of sorting every match, and the
+// total/facets of a search are counted apart and kept for StatsTTL.
 type Bleve struct {
 	idx bleve.Index
 	// Fresh is true when the index was created empty at open (missing,
 	// corrupt or of another schema): it needs a full rebuild.
 	Fresh bool
+	// StatsTTL is how long the total and facet counts of a search are
+	// reused (default 2 s; negative: never).
+	StatsTTL time.Duration
 
 	mu       sync.Mutex // serialises writers: version check + write
 	versions map[string]int64
 	folding  func(string) []string
+
+	statsOnce sync.Once
+	stats     *ttlCache[searchStats]
+}
+
+// searchStats are the counts of a whole result set.
+type searchStats struct {
+	total              int
+	categories, cities []FacetCount
 }
 
 // ErrIndexLocked reports an embedded index held open by another process.
@@ -112,10 +134,10 @@ func bleveMapping() (*mapping.IndexMappingImpl, error) {
 			"token_filters": []string{"to_lower"}},
 		anKey: {"type": "custom", "char_filters": []string{"asciifolding"}, "tokenizer": "single",
 			"token_filters": []string{"to_lower"}},
-		anES: {"type": "custom", "char_filters": []string{"asciifolding"}, "tokenizer": "unicode",
-			"token_filters": []string{"to_lower", "stemmer_es_light"}},
-		anEN: {"type": "custom", "char_filters": []string{"asciifolding"}, "tokenizer": "unicode",
-			"token_filters": []string{"to_lower", "possessive_en", "stemmer_en_snowball"}},
+		// Spanish light stemming, then English: "músicas", "music" and
+		// "musica" meet; the same chain runs on the query side.
+		anStem: {"type": "custom", "char_filters": []string{"asciifolding"}, "tokenizer": "unicode",
+			"token_filters": []string{"to_lower", "stemmer_es_light", "stemmer_en_snowball"}},
 	}
 	for name, cfg := range analyzers {
 		if err := m.AddCustomAnalyzer(name, cfg); err != nil {
@@ -139,20 +161,22 @@ func bleveMapping() (*mapping.IndexMappingImpl, error) {
 		return f
 	}
 	dm := bleve.NewDocumentStaticMapping()
-	dm.AddFieldMappingsAt("name", text("name", anFolding), text("name_es", anES), text("name_en", anEN))
-	dm.AddFieldMappingsAt("description", text("description", anFolding), text("description_es", anES), text("description_en", anEN))
-	dm.AddFieldMappingsAt("artists", text("artists", anFolding))
-	dm.AddFieldMappingsAt("venue", text("venue", anFolding))
+	for _, f := range []string{"name", "description", "artists", "venue", "all"} {
+		dm.AddFieldMappingsAt(f, text(f, anFolding))
+	}
+	dm.AddFieldMappingsAt("stem", text("stem", anStem))
 	// city: searchable text, a folded key for the filter, the raw value for facets.
 	dm.AddFieldMappingsAt("city", text("city", anFolding), text("city_key", anKey), keyword("city_facet", true))
 	dm.AddFieldMappingsAt("category", text("category_key", anKey), keyword("category_facet", true))
 	dm.AddFieldMappingsAt("country", keyword("country", false))
 	dm.AddFieldMappingsAt("saleStatus", keyword("saleStatus", false))
+	// sort: "<startsAt>|<id>", the only doc value read per hit when sorting.
+	dm.AddFieldMappingsAt("sort", keyword("sort", true))
 	geo := bleve.NewGeoPointFieldMapping()
 	geo.IncludeInAll = false
 	dm.AddFieldMappingsAt("location", geo)
 	date := bleve.NewDateTimeFieldMapping()
-	date.IncludeInAll = false
+	date.IncludeInAll, date.DocValues = false, false
 	dm.AddFieldMappingsAt("startsAt", date)
 	dm.AddFieldMappingsAt("lat", number(true))
 	dm.AddFieldMappingsAt("lon", number(true))
@@ -160,10 +184,19 @@ func bleveMapping() (*mapping.IndexMappingImpl, error) {
 	dm.AddFieldMappingsAt("available", number(false))
 	dm.AddFieldMappingsAt("minPrice", number(false))
 	dm.AddFieldMappingsAt("maxPrice", number(false))
+	dm.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping()) // no composite field
 	m.DefaultMapping = dm
 	m.DefaultAnalyzer = anFolding
 	m.IndexDynamic, m.StoreDynamic, m.DocValuesDynamic = false, false, false
 	return m, nil
+}
+
+// sortLayout makes startsAt sort as a string (fixed width, UTC).
+const sortLayout = "2006-01-02T15:04:05.000000000Z"
+
+// sortKey is the `sort` value of a document: startsAt, then id.
+func sortKey(startsAt time.Time, id string) string {
+	return startsAt.UTC().Format(sortLayout) + "|" + id
 }
 
 // scanVersions reads the version of every indexed document.
@@ -194,13 +227,37 @@ func (b *Bleve) scanVersions() (map[string]int64, error) {
 }
 
 func bleveDoc(d Document) map[string]any {
+	all := strings.Join(append([]string{d.Name, d.City, d.Venue, d.Description}, d.Artists...), " ")
 	return map[string]any{
 		"name": d.Name, "description": d.Description, "artists": d.Artists,
 		"venue": d.Venue, "city": d.City, "category": d.Category, "country": d.Country,
+		"all": all, "stem": d.Name + " " + d.Description, "sort": sortKey(d.StartsAt, d.ID),
 		"saleStatus": d.SaleStatus, "location": map[string]any{"lat": d.Lat, "lon": d.Lon},
 		"startsAt": d.StartsAt.UTC(), "lat": d.Lat, "lon": d.Lon, "version": float64(d.Version),
 		"available": float64(d.Available), "minPrice": float64(d.MinPrice), "maxPrice": float64(d.MaxPrice),
 	}
+}
+
+// plainDocValues are the doc value fields read per hit (sorting, facets):
+// stored unchunked and uncompressed (as Bleve stores geo points), so reading
+// one value needs no chunk decompression. (zapx merges assume the two
+// options go together.)
+var plainDocValues = map[string]bool{"sort": true, "category_facet": true, "city_facet": true}
+
+// document maps d with the index mapping, then stores the doc values of
+// plainDocValues uncompressed (an option the mapping cannot express).
+func (b *Bleve) document(d Document) (*document.Document, error) {
+	doc := document.NewDocument(d.ID)
+	if err := b.idx.Mapping().MapDocument(doc, bleveDoc(d)); err != nil {
+		return nil, err
+	}
+	for i, f := range doc.Fields {
+		if tf, ok := f.(*document.TextField); ok && plainDocValues[tf.Name()] {
+			doc.Fields[i] = document.NewTextFieldCustom(tf.Name(), tf.ArrayPositions(), tf.Value(),
+				tf.Options()|index.SkipDVChunking|index.SkipDVCompression, tf.Analyzer())
+		}
+	}
+	return doc, nil
 }
 
 // Index upserts docs; a document whose indexed version is newer is kept.
@@ -216,7 +273,11 @@ func (b *Bleve) Index(ctx context.Context, docs []Document) error {
 		if v, ok := applied[d.ID]; ok && v > d.Version {
 			continue
 		}
-		if err := batch.Index(d.ID, bleveDoc(d)); err != nil {
+		doc, err := b.document(d)
+		if err != nil {
+			return fmt.Errorf("search: index %s: %w", d.ID, err)
+		}
+		if err := batch.IndexAdvanced(doc); err != nil {
 			return fmt.Errorf("search: index %s: %w", d.ID, err)
 		}
 		applied[d.ID] = d.Version
@@ -267,8 +328,22 @@ func (b *Bleve) Count(ctx context.Context) (uint64, error) { return b.idx.DocCou
 // Close closes the index.
 func (b *Bleve) Close() error { return b.idx.Close() }
 
-// textQuery: every significant term must match some field; each term is
-// tried exactly (boosted per field), typo-tolerantly, and stemmed.
+// Compact merges the index into one segment (after a full rebuild): fewer,
+// larger segments make every dictionary lookup and doc value read cheaper.
+func (b *Bleve) Compact(ctx context.Context) error {
+	adv, err := b.idx.Advanced()
+	if err != nil {
+		return err
+	}
+	if s, ok := adv.(*scorch.Scorch); ok {
+		return s.ForceMerge(ctx, nil)
+	}
+	return nil
+}
+
+// textQuery: every significant term must match some field, exactly
+// (boosted per field), with a typo (on `all`, words of 5 letters or more)
+// or stemmed.
 func (b *Bleve) textQuery(text string) query.Query {
 	var terms []query.Query
 	for _, t := range b.folding(text) {
@@ -284,21 +359,19 @@ func (b *Bleve) textQuery(text string) query.Query {
 			tq.SetField(f.field)
 			tq.SetBoost(f.boost)
 			any = append(any, tq)
-			if fz := fuzziness(t); fz > 0 {
-				fq := bleve.NewFuzzyQuery(t)
-				fq.SetField(f.field)
-				fq.SetFuzziness(fz)
-				fq.SetPrefix(1)
-				fq.SetBoost(f.boost * boostFuzzy)
-				any = append(any, fq)
-			}
 		}
-		for _, f := range []string{"name_es", "name_en", "description_es", "description_en"} {
-			mq := bleve.NewMatchQuery(t)
-			mq.SetField(f)
-			mq.SetBoost(boostStem)
-			any = append(any, mq)
+		if fz := fuzziness(t); fz > 0 {
+			fq := bleve.NewFuzzyQuery(t)
+			fq.SetField("all")
+			fq.SetFuzziness(fz)
+			fq.SetPrefix(1)
+			fq.SetBoost(boostFuzzy)
+			any = append(any, fq)
 		}
+		mq := bleve.NewMatchQuery(t)
+		mq.SetField("stem")
+		mq.SetBoost(boostStem)
+		any = append(any, mq)
 		terms = append(terms, bleve.NewDisjunctionQuery(any...))
 	}
 	if len(terms) == 0 {
@@ -315,20 +388,20 @@ func filter(q query.Query) query.Query {
 	return q
 }
 
-// Search answers a normalised query.
-func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
+// dateRange is startsAt in [from, to); zero bounds are open.
+func dateRange(from, to time.Time) query.Query {
+	if from.IsZero() && to.IsZero() {
+		return nil
+	}
+	t, f := true, false
+	dq := bleve.NewDateRangeInclusiveQuery(from, to, &t, &f)
+	dq.SetField("startsAt")
+	return filter(dq)
+}
+
+// filters are the restrictions of q besides text and dates.
+func (b *Bleve) filters(q Query) []query.Query {
 	var must []query.Query
-	if q.Text != "" {
-		if tq := b.textQuery(q.Text); tq != nil {
-			must = append(must, tq)
-		}
-	}
-	if !q.From.IsZero() || !q.To.IsZero() {
-		t, f := true, false
-		dq := bleve.NewDateRangeInclusiveQuery(q.From, q.To, &t, &f)
-		dq.SetField("startsAt")
-		must = append(must, filter(dq))
-	}
 	if q.City != "" {
 		tq := bleve.NewTermQuery(strings.Join(b.folding(q.City), " "))
 		tq.SetField("city_key")
@@ -348,51 +421,118 @@ func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
 		gq.SetField("location")
 		must = append(must, filter(gq))
 	}
-	var root query.Query = bleve.NewMatchAllQuery()
-	if len(must) > 0 {
-		root = bleve.NewConjunctionQuery(must...)
-	}
+	return must
+}
 
-	req := bleve.NewSearchRequestOptions(root, q.First+1, 0, false)
-	startsAt := &bsearch.SortField{Field: "startsAt", Type: bsearch.SortFieldAsDate}
-	id := &bsearch.SortDocID{}
+func all(qs ...query.Query) query.Query {
+	var must []query.Query
+	for _, q := range qs {
+		if q != nil {
+			must = append(must, q)
+		}
+	}
+	switch len(must) {
+	case 0:
+		return bleve.NewMatchAllQuery()
+	case 1:
+		return must[0]
+	}
+	return bleve.NewConjunctionQuery(must...)
+}
+
+// coordinates are the stored fields a page of q needs (for distances).
+func coordinates(q Query) []string {
+	if q.Near == nil {
+		return nil
+	}
+	return []string{"lat", "lon"}
+}
+
+// match is text restricted by filters; filters never score, so they are
+// evaluated as plain bitmaps (Bleve's filter clause).
+func match(text query.Query, filters ...query.Query) query.Query {
+	f := all(filters...)
+	if text == nil {
+		return f
+	}
+	if _, ok := f.(*query.MatchAllQuery); ok {
+		return text
+	}
+	bq := bleve.NewBooleanQuery()
+	bq.AddMust(text)
+	bq.AddFilter(f)
+	return bq
+}
+
+var sortByKey = &bsearch.SortField{Field: "sort", Type: bsearch.SortFieldAsString}
+
+// Search answers a normalised query.
+func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
+	var text query.Query
+	if q.Text != "" {
+		text = b.textQuery(q.Text)
+	}
+	filters := b.filters(q)
+	filters = filters[:len(filters):len(filters)] // appends copy
+	var order bsearch.SortOrder
 	switch q.Sort {
 	case SortRelevance:
-		// No date tie-break: it would read doc values of every hit.
-		req.Sort = bsearch.SortOrder{&bsearch.SortScore{Desc: true}, id}
+		order = bsearch.SortOrder{&bsearch.SortScore{Desc: true}, sortByKey}
 	case SortDistance:
 		gs, err := bsearch.NewSortGeoDistance("location", "km", q.Near.Lon, q.Near.Lat, false)
 		if err != nil {
 			return Result{}, err
 		}
-		req.Sort = bsearch.SortOrder{gs, id}
-		req.Score = bleve.ScoreNone
+		order = bsearch.SortOrder{gs, sortByKey}
 	default:
-		req.Sort = bsearch.SortOrder{startsAt, id}
-		req.Score = bleve.ScoreNone
+		order = bsearch.SortOrder{sortByKey}
 	}
+	var after []string
 	if q.After != "" {
-		key, err := decodeCursor(q.After, q.Sort, len(req.Sort))
+		key, err := decodeCursor(q.After, q.Sort, len(order))
 		if err != nil {
 			return Result{}, err
 		}
-		if req.SearchAfter, err = keyStrings(key); err != nil {
+		if after, err = keyStrings(key); err != nil {
 			return Result{}, err
 		}
 	}
-	if q.Near != nil {
-		req.Fields = []string{"lat", "lon"}
+
+	var out Result
+	var hits []*bsearch.DocumentMatch
+	var err error
+	if q.Sort == SortDate {
+		if hits, err = b.byDate(ctx, q, text, filters, after); err != nil {
+			return Result{}, err
+		}
+		st, err := b.counts(ctx, q, text, filters)
+		if err != nil {
+			return Result{}, err
+		}
+		out.Total, out.Categories, out.Cities = st.total, st.categories, st.cities
+	} else {
+		req := bleve.NewSearchRequestOptions(match(text, append(filters, dateRange(q.From, q.To))...), q.First+1, 0, false)
+		req.Sort = order
+		if q.Sort == SortDistance {
+			req.Score = bleve.ScoreNone
+		}
+		req.Fields = coordinates(q)
+		if after != nil {
+			req.SetSearchAfter(after)
+		}
+		res, err := b.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return Result{}, fmt.Errorf("search: bleve: %w", err)
+		}
+		hits, out.Total = res.Hits, int(res.Total)
+		if q.Facets {
+			st, err := b.counts(ctx, q, text, filters)
+			if err != nil {
+				return Result{}, err
+			}
+			out.Categories, out.Cities = st.categories, st.cities
+		}
 	}
-	if q.Facets {
-		req.AddFacet("categories", bleve.NewFacetRequest("category_facet", 50))
-		req.AddFacet("cities", bleve.NewFacetRequest("city_facet", 50))
-	}
-	res, err := b.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return Result{}, fmt.Errorf("search: bleve: %w", err)
-	}
-	out := Result{Total: int(res.Total)}
-	hits := res.Hits
 	if len(hits) > q.First {
 		hits, out.HasNext = hits[:q.First], true
 	}
@@ -415,10 +555,104 @@ func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	if q.Facets {
 		out.FacetsShown = true
-		out.Categories = bleveFacet(res.Facets["categories"])
-		out.Cities = bleveFacet(res.Facets["cities"])
+		if out.Categories == nil {
+			out.Categories = []FacetCount{}
+		}
+		if out.Cities == nil {
+			out.Cities = []FacetCount{}
+		}
 	}
 	return out, nil
+}
+
+// byDate returns the first First+1 matches of match in (startsAt, id) order
+// after the cursor key. Rather than sorting every match, it searches
+// startsAt windows from the cursor on (1 day, then 8 times wider, the
+// fourth open-ended) until the page is full.
+func (b *Bleve) byDate(ctx context.Context, q Query, text query.Query, filters []query.Query, after []string) ([]*bsearch.DocumentMatch, error) {
+	need := q.First + 1
+	lo := q.From
+	if after != nil {
+		at, _, _ := strings.Cut(after[0], "|")
+		t, err := time.Parse(sortLayout, at)
+		if err != nil {
+			return nil, ErrBadCursor
+		}
+		if t.After(lo) {
+			lo = t
+		}
+	}
+	var hits []*bsearch.DocumentMatch
+	span := 24 * time.Hour
+	for i := 0; ; i++ {
+		if !q.To.IsZero() && !lo.Before(q.To) {
+			return hits, nil
+		}
+		end := lo.Add(span)
+		last := i == 3 || (!q.To.IsZero() && !end.Before(q.To))
+		if last {
+			end = q.To
+		}
+		req := bleve.NewSearchRequestOptions(match(text, append(filters[:len(filters):len(filters)], dateRange(lo, end))...), need-len(hits), 0, false)
+		req.Sort = bsearch.SortOrder{sortByKey}
+		req.Score = bleve.ScoreNone
+		req.Fields = coordinates(q)
+		if i == 0 && after != nil {
+			req.SetSearchAfter(after)
+		}
+		res, err := b.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("search: bleve: %w", err)
+		}
+		hits = append(hits, res.Hits...)
+		if len(hits) >= need || last {
+			return hits, nil
+		}
+		lo, span = end, span*8
+	}
+}
+
+// counts are the total and (if asked) facet counts of q's whole result set,
+// counted without sorting or scoring and reused for StatsTTL.
+func (b *Bleve) counts(ctx context.Context, q Query, text query.Query, filters []query.Query) (searchStats, error) {
+	if b.StatsTTL < 0 {
+		return b.count(ctx, q, text, filters)
+	}
+	b.statsOnce.Do(func() {
+		ttl := b.StatsTTL
+		if ttl == 0 {
+			ttl = 2 * time.Second
+		}
+		b.stats = newTTLCache[searchStats](ttl)
+	})
+	k := q
+	k.From, k.Sort, k.First, k.After, k.Near = time.Time{}, "", 0, "", nil
+	key := fmt.Sprintf("%#v", k)
+	if q.Near != nil {
+		key += fmt.Sprint(*q.Near)
+	}
+	return b.stats.get(ctx, key, q.From, 2*time.Second, func(ctx context.Context) (searchStats, error) {
+		return b.count(ctx, q, text, filters)
+	})
+}
+
+// count counts q's result set (and its facets if asked).
+func (b *Bleve) count(ctx context.Context, q Query, text query.Query, filters []query.Query) (searchStats, error) {
+	req := bleve.NewSearchRequestOptions(match(text, append(filters[:len(filters):len(filters)], dateRange(q.From, q.To))...), 0, 0, false)
+	req.Score = bleve.ScoreNone
+	if q.Facets {
+		req.AddFacet("categories", bleve.NewFacetRequest("category_facet", 50))
+		req.AddFacet("cities", bleve.NewFacetRequest("city_facet", 50))
+	}
+	res, err := b.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return searchStats{}, fmt.Errorf("search: bleve: %w", err)
+	}
+	st := searchStats{total: int(res.Total)}
+	if q.Facets {
+		st.categories, st.cities = bleveFacet(res.Facets["categories"]), bleveFacet(res.Facets["cities"])
+	}
+	return st, nil
 }
 
 func bleveFacet(f *bsearch.FacetResult) []FacetCount {

@@ -126,13 +126,14 @@ func DistanceKm(a, b GeoPoint) float64 {
 	return 2 * r * math.Asin(math.Min(1, math.Sqrt(h)))
 }
 
-// fuzziness is the edit distance allowed for a query term of that length.
+// fuzziness is the edit distance allowed for a query term of that length
+// (embedded engine): none below 5 letters, where a typo makes another word.
 func fuzziness(term string) int {
 	n := len([]rune(term))
 	switch {
-	case n <= 3:
+	case n <= 4:
 		return 0
-	case n <= 6:
+	case n <= 7:
 		return 1
 	default:
 		return 2

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,9 +35,14 @@ type Service struct {
 	Now    func() time.Time
 	// Timeout bounds one query (default 2 s).
 	Timeout time.Duration
+	// CacheTTL is how long the result of a search is reused for the same
+	// search (default 1 s; negative: never). Search may lag by design.
+	CacheTTL time.Duration
 
-	ready   atomic.Bool
-	metrics *metrics
+	ready     atomic.Bool
+	metrics   *metrics
+	cacheOnce sync.Once
+	cache     *ttlCache[Result]
 }
 
 var _ Projector = (*Service)(nil)
@@ -170,32 +176,56 @@ type Rebuilder interface {
 }
 
 // Rebuild indexes every event from Postgres and drops documents of events
-// that no longer exist. It returns the number of documents indexed.
+// that no longer exist. It returns the number of documents indexed. Pages
+// are read from Postgres while the previous one is being indexed.
 func (s *Service) Rebuild(ctx context.Context) (int, error) {
 	n := 0
 	seen := map[string]bool{}
 	feed := func(yield func([]Document) error) error {
-		after := ""
-		for {
-			rows, err := s.Store.SearchDocsPage(ctx, after, 1000)
-			if err != nil {
-				return fmt.Errorf("search rebuild: %w", err)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type page struct {
+			docs []Document
+			err  error
+		}
+		pages := make(chan page, 2)
+		go func() {
+			defer close(pages)
+			after := ""
+			for {
+				rows, err := s.Store.SearchDocsPage(ctx, after, 2000)
+				if err != nil || len(rows) == 0 {
+					if err != nil {
+						pages <- page{err: fmt.Errorf("search rebuild: %w", err)}
+					}
+					return
+				}
+				docs := make([]Document, len(rows))
+				for i, r := range rows {
+					docs[i] = s.document(r)
+				}
+				select {
+				case pages <- page{docs: docs}:
+				case <-ctx.Done():
+					return
+				}
+				after = rows[len(rows)-1].ID
 			}
-			if len(rows) == 0 {
-				return nil
+		}()
+		for p := range pages {
+			if p.err != nil {
+				return p.err
 			}
-			docs := make([]Document, len(rows))
-			for i, r := range rows {
-				docs[i] = s.document(r)
-				seen[r.ID] = true
+			for _, d := range p.docs {
+				seen[d.ID] = true
 			}
-			if err := yield(docs); err != nil {
+			if err := yield(p.docs); err != nil {
 				return err
 			}
-			n += len(docs)
-			s.metrics.indexed.Add(float64(len(docs)))
-			after = rows[len(rows)-1].ID
+			n += len(p.docs)
+			s.metrics.indexed.Add(float64(len(p.docs)))
 		}
+		return ctx.Err()
 	}
 	if rb, ok := s.Engine.(Rebuilder); ok {
 		return n, rb.Rebuild(ctx, feed)
@@ -214,9 +244,19 @@ func (s *Service) Rebuild(ctx context.Context) (int, error) {
 		}
 	}
 	if len(gone) > 0 {
-		return n, s.Engine.Delete(ctx, gone)
+		if err := s.Engine.Delete(ctx, gone); err != nil {
+			return n, err
+		}
+	}
+	if c, ok := s.Engine.(Compacter); ok {
+		return n, c.Compact(ctx)
 	}
 	return n, nil
+}
+
+// Compacter is an engine that can reorganise itself after a bulk load.
+type Compacter interface {
+	Compact(ctx context.Context) error
 }
 
 // document converts a Postgres row; the sale status is judged now.
@@ -328,7 +368,7 @@ func (s *Service) Search(ctx context.Context, in Input) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
 	start := time.Now()
-	res, err := s.Engine.Search(ctx, q)
+	res, err := s.cached(ctx, q, in.From == nil)
 	outcome := "ok"
 	defer func() { s.metrics.queries.WithLabelValues(outcome).Observe(time.Since(start).Seconds()) }()
 	if errors.Is(err, ErrBadCursor) {
@@ -341,6 +381,28 @@ func (s *Service) Search(ctx context.Context, in Input) (Result, error) {
 		return Result{}, fmt.Errorf("search: %v: %w", err, apperr.ErrServiceUnavailable)
 	}
 	return res, nil
+}
+
+// cached answers q from the result cache (the same search within
+// CacheTTL; a defaulted `from` counts as the same).
+func (s *Service) cached(ctx context.Context, q Query, fromNow bool) (Result, error) {
+	if s.CacheTTL < 0 {
+		return s.Engine.Search(ctx, q)
+	}
+	s.cacheOnce.Do(func() {
+		ttl := s.CacheTTL
+		if ttl == 0 {
+			ttl = time.Second
+		}
+		s.cache = newTTLCache[Result](ttl)
+	})
+	k := q
+	k.Near, k.From = nil, time.Time{}
+	key := fmt.Sprintf("%#v|%v", k, fromNow)
+	if q.Near != nil {
+		key += fmt.Sprint(*q.Near)
+	}
+	return s.cache.get(ctx, key, q.From, s.timeout(), func(ctx context.Context) (Result, error) { return s.Engine.Search(ctx, q) })
 }
 
 func (s *Service) timeout() time.Duration {

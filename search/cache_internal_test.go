@@ -1,0 +1,65 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTTLCache(t *testing.T) {
+	ctx := context.Background()
+	c := newTTLCache[int](200 * time.Millisecond)
+	var calls atomic.Int32
+	compute := func(context.Context) (int, error) {
+		time.Sleep(20 * time.Millisecond)
+		return int(calls.Add(1)), nil
+	}
+	now := time.Now()
+
+	// Concurrent misses share one computation.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := c.get(ctx, "k", now, time.Second, compute)
+			assert.NoError(t, err)
+			assert.Equal(t, 1, v)
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int32(1), calls.Load())
+
+	// A from far away is another search; a nearby one is the same.
+	v, _ := c.get(ctx, "k", now.Add(time.Hour), time.Second, compute)
+	require.Equal(t, 2, v)
+	v, _ = c.get(ctx, "k", now.Add(time.Hour+50*time.Millisecond), time.Second, compute)
+	require.Equal(t, 2, v)
+
+	// Past half its ttl the value is served while it is refreshed.
+	time.Sleep(120 * time.Millisecond)
+	v, _ = c.get(ctx, "k", now.Add(time.Hour), time.Second, compute)
+	require.Equal(t, 2, v)
+	require.Eventually(t, func() bool {
+		v, _ := c.get(ctx, "k", now.Add(time.Hour), time.Second, compute)
+		return v == 3
+	}, time.Second, 5*time.Millisecond)
+
+	// Errors are not kept; a negative ttl computes every time.
+	fail := func(context.Context) (int, error) { return 0, errors.New("down") }
+	_, err := c.get(ctx, "e", now, time.Second, fail)
+	require.Error(t, err)
+	v, err = c.get(ctx, "e", now, time.Second, compute)
+	require.NoError(t, err)
+	require.Equal(t, 4, v)
+	off := newTTLCache[int](-1)
+	a, _ := off.get(ctx, "k", now, time.Second, compute)
+	b, _ := off.get(ctx, "k", now, time.Second, compute)
+	require.Equal(t, a+1, b)
+}
