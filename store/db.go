@@ -7,10 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ticketing/ticketing/apperr"
 )
 
 // ErrNotFound reports that a row does not exist.
@@ -89,6 +94,9 @@ func (s *Store) InTx(ctx context.Context, fn func(*Store) error) error {
 	if err == nil && dirty && s.onOutbox != nil {
 		s.onOutbox()
 	}
+	if unavailable(err) { // BEGIN or COMMIT could not reach Postgres
+		err = fmt.Errorf("%w: %w", apperr.ErrServiceUnavailable, err)
+	}
 	return err
 }
 
@@ -113,7 +121,34 @@ func mapErr(err error) error {
 			return &ConflictError{Constraint: pgErr.ConstraintName, Err: err}
 		}
 	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %w", apperr.ErrServiceUnavailable, err)
+	}
 	return err
+}
+
+// unavailable reports errors that mean "Postgres cannot be reached or is
+// shutting down", as opposed to a failed statement: clients get
+// SERVICE_UNAVAILABLE and may retry, instead of INTERNAL.
+func unavailable(err error) bool {
+	if errors.Is(err, apperr.ErrServiceUnavailable) {
+		return false // already mapped
+	}
+	var (
+		connErr *pgconn.ConnectError
+		pgErr   *pgconn.PgError
+		netErr  net.Error
+	)
+	switch {
+	case errors.As(err, &connErr), errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return true
+	case errors.As(err, &pgErr):
+		// 08: connection exception; 57P01-03: shutting down or starting;
+		// 53300: too many connections.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P") || pgErr.Code == "53300"
+	}
+	return false
 }
 
 // wrap names the failing operation and maps the error.

@@ -6,7 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/apperr"
 
 	"github.com/ticketing/ticketing/internal/testdb"
 	"github.com/ticketing/ticketing/store"
@@ -49,4 +52,32 @@ func TestOutboxHookRunsAfterCommitOnly(t *testing.T) {
 		require.NoError(t, st.InTx(ctx, func(tx *store.Store) error { return nil }))
 		require.Zero(t, calls.Load())
 	})
+}
+
+func TestUnreachablePostgresIsServiceUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A port nobody listens on: every connection attempt is refused.
+	pool, err := pgxpool.New(ctx, "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+
+	err = st.OutboxInsert(ctx, "", "test", map[string]int{})
+	require.ErrorIs(t, err, apperr.ErrServiceUnavailable)
+
+	err = st.InTx(ctx, func(*store.Store) error { return nil })
+	require.ErrorIs(t, err, apperr.ErrServiceUnavailable)
+
+	d, known := apperr.Describe(err)
+	require.True(t, known)
+	require.Equal(t, "SERVICE_UNAVAILABLE", d.Code)
+}
+
+func TestStatementErrorsStayInternal(t *testing.T) {
+	t.Parallel()
+	st := store.New(testdb.NewPool(t))
+	err := st.Exec(context.Background(), "SELECT * FROM no_such_table")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, apperr.ErrServiceUnavailable)
 }
