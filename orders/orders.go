@@ -211,8 +211,12 @@ func (s *Service) Create(ctx context.Context, user auth.User, holdID, key string
 		if err != nil {
 			return err
 		}
+		req, err := s.newRequest(paymentID, orderID)
+		if err != nil {
+			return err
+		}
 		p, err = tx.InsertPayment(ctx, Payment{ID: paymentID, OrderID: orderID, Amount: total, Currency: o.Currency,
-			Provider: s.cfg.ProviderName, IdempotencyKey: "pay_" + paymentID}, "attempt 1 opened by createOrder")
+			Provider: s.cfg.ProviderName, IdempotencyKey: "pay_" + paymentID, Request: req}, "attempt 1 opened by createOrder")
 		return err
 	})
 	var conflict *store.ConflictError
@@ -287,8 +291,12 @@ func (s *Service) RetryPayment(ctx context.Context, user auth.User, orderID, key
 		if h.Status != "ACTIVE" {
 			return apperr.ErrHoldExpired
 		}
+		req, err := s.newRequest(paymentID, orderID)
+		if err != nil {
+			return err
+		}
 		p, err = tx.InsertPayment(ctx, Payment{ID: paymentID, OrderID: orderID, Amount: o.TotalAmount, Currency: o.Currency,
-			Provider: s.cfg.ProviderName, IdempotencyKey: "pay_" + paymentID}, "attempt opened by retryPayment")
+			Provider: s.cfg.ProviderName, IdempotencyKey: "pay_" + paymentID, Request: req}, "attempt opened by retryPayment")
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package orders_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -16,7 +17,9 @@ import (
 // TestStateMachineUnderRandomWebhooks delivers random sequences of
 // notifications (with duplicates and in any order) about one payment, with
 // the hold sometimes expired first, and checks the outcome against a model
-// of the state machine: the payment ends where the model says, the order
+// of the state machine (success and refund override FAILED and CANCELLED):
+// the payment ends where the model says, a delivered success is never left
+// FAILED or CANCELLED, the order
 // is confirmed exactly when a success came while the hold was active, the
 // seats and tickets agree, every transition is recorded once, and the
 // audit finds nothing wrong.
@@ -93,6 +96,15 @@ func TestStateMachineUnderRandomWebhooks(t *testing.T) {
 
 		got := e.payments(o.ID)[0]
 		require.Equal(rt, status, got.Status, "sequence %v of %v", seq, distinct)
+		// The provider's word about money wins: once a success was
+		// delivered, the payment is never left FAILED or CANCELLED (it
+		// confirmed the order, or is being or was refunded).
+		if slices.Contains(distinct, payments.EventPaymentSucceeded) {
+			require.Contains(rt, []string{orders.PaymentSucceeded, orders.PaymentRefundPending, orders.PaymentRefunded}, got.Status)
+			if !expired {
+				require.True(rt, confirmed, "a success while the hold is active confirms")
+			}
+		}
 		ord, err := e.st.GetOrder(e.ctx, o.ID)
 		require.NoError(rt, err)
 		sold := e.count(`SELECT count(*) FROM inventory WHERE order_id = $1 AND status = 'SOLD'`, o.ID)

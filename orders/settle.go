@@ -6,25 +6,84 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
 	"github.com/ticketing/ticketing/tickets"
 )
 
-// createRequest is the provider request of an attempt. It is rebuilt
-// identically from the row every time, so that a retried create with the
-// attempt's key is the same request (and gets the same payment).
-func (s *Service) createRequest(p Payment) payments.CreateRequest {
-	return payments.CreateRequest{
+// newRequest is the provider request of a new attempt, persisted with it
+// (payments.request_*) when the attempt is recorded.
+func (s *Service) newRequest(paymentID, orderID string) (*store.PaymentRequest, error) {
+	r := &store.PaymentRequest{
+		Reference:  paymentID,
+		WebhookURL: s.cfg.PublicBaseURL + "/webhooks/payments",
+		ReturnURL:  s.cfg.PublicBaseURL + "/orders/" + orderID,
+	}
+	if len(s.cfg.Simulate) > 0 {
+		b, err := json.Marshal(s.cfg.Simulate)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+		r.Simulate = string(b)
+	}
+	return r, nil
+}
+
+// createRequest is the provider request of an attempt, read from its row:
+// amount and currency are the row's, the rest is what the attempt was
+// created with (payments.request_*), so every create of the attempt, first
+// or repeated, from any instance, is the same request and the provider
+// answers it with the same payment. PUBLIC_BASE_URL may differ between
+// instances: it is only read when the attempt is created. Rows older than
+// the persisted request are rebuilt from this instance's configuration.
+func (s *Service) createRequest(p Payment) (payments.CreateRequest, error) {
+	r := payments.CreateRequest{
 		Amount:         p.Amount,
 		Currency:       p.Currency,
-		Reference:      p.ID,
-		WebhookURL:     s.cfg.PublicBaseURL + "/webhooks/payments",
-		ReturnURL:      s.cfg.PublicBaseURL + "/orders/" + p.OrderID,
 		IdempotencyKey: p.IdempotencyKey,
-		Simulate:       s.cfg.Simulate,
 	}
+	req := p.Request
+	if req == nil { // legacy row
+		var err error
+		if req, err = s.newRequest(p.ID, p.OrderID); err != nil {
+			return r, err
+		}
+	}
+	r.Reference, r.WebhookURL, r.ReturnURL = req.Reference, req.WebhookURL, req.ReturnURL
+	if req.Simulate != "" {
+		// json.Number keeps the numbers' text: the re-encoded object is the
+		// one first sent (encoding/json sorts map keys).
+		dec := json.NewDecoder(strings.NewReader(req.Simulate))
+		dec.UseNumber()
+		if err := dec.Decode(&r.Simulate); err != nil {
+			return r, fmt.Errorf("payment %s: persisted simulate: %w", p.ID, err)
+		}
+	}
+	return r, nil
+}
+
+// createOutcome is what a create's error says about the attempt.
+type createOutcome int
+
+const (
+	// outcomeUnknown: the provider may hold a payment under the key.
+	outcomeUnknown createOutcome = iota
+	// outcomeRefused: a definite refusal of the request; no payment exists.
+	outcomeRefused
+)
+
+// classifyCreate: a 422 idempotency_key_reused is NOT a refusal of the
+// charge: the provider already holds a payment under this key (created by
+// an earlier request of the attempt, possibly being paid right now); the
+// outcome is unknown and resolved later (a notification carries our
+// reference, or a repeat of the original request gets the payment).
+func classifyCreate(err error) createOutcome {
+	if errors.Is(err, payments.ErrIdempotencyKeyReused) || !errors.Is(err, payments.ErrRejected) {
+		return outcomeUnknown
+	}
+	return outcomeRefused
 }
 
 // openAtProvider creates (or re-creates, same key) the attempt at the
@@ -33,12 +92,23 @@ func (s *Service) createRequest(p Payment) payments.CreateRequest {
 func (s *Service) openAtProvider(ctx context.Context, p Payment) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ProviderTimeout)
 	defer cancel()
-	pp, err := s.cfg.Provider.CreatePayment(ctx, s.createRequest(p))
+	req, err := s.createRequest(p)
+	if err != nil {
+		s.cfg.Log.Error("build provider request", "payment", p.ID, "err", err)
+		return
+	}
+	pp, err := s.cfg.Provider.CreatePayment(ctx, req)
 	switch {
 	case err == nil:
 		err = s.settle(ctx, p.ID, pp, "provider answered create: "+string(pp.Status))
-	case errors.Is(err, payments.ErrRejected):
-		err = s.transition(ctx, p.ID, PaymentFailed, "provider refused create: "+err.Error())
+	case errors.Is(err, payments.ErrIdempotencyKeyReused):
+		s.cfg.Log.Warn("payment create answered idempotency_key_reused: outcome unknown", "payment", p.ID, "err", err)
+		err = s.st.RecordPaymentEvent(ctx, p.ID, p.Status,
+			"provider holds a payment under this key with another request (422 idempotency_key_reused): outcome unknown, left to reconciliation")
+	case classifyCreate(err) == outcomeRefused:
+		// Our decision rests on the status read (UNKNOWN, no answer yet):
+		// if anything recorded an answer meanwhile, it is stale.
+		err = s.transition(ctx, p.ID, PaymentFailed, "provider refused create: "+err.Error(), p.Status)
 	default: // unknown outcome or unavailable: the reconciler resolves it with the same key
 		s.cfg.Log.Warn("payment create outcome unknown", "payment", p.ID, "err", err)
 		return
@@ -71,9 +141,18 @@ func (s *Service) resolve(ctx context.Context, p Payment) error {
 		err error
 	)
 	if p.ProviderRef == nil {
-		pp, err = s.cfg.Provider.CreatePayment(ctx, s.createRequest(p))
-		if errors.Is(err, payments.ErrRejected) {
-			return s.transition(ctx, p.ID, PaymentFailed, "provider refused repeated create: "+err.Error())
+		req, rerr := s.createRequest(p)
+		if rerr != nil {
+			return rerr
+		}
+		pp, err = s.cfg.Provider.CreatePayment(ctx, req)
+		if err != nil && classifyCreate(err) == outcomeRefused {
+			// Only valid against the status read: a concurrent answer
+			// (PENDING, a notification) makes the refusal stale.
+			return s.transition(ctx, p.ID, PaymentFailed, "provider refused repeated create: "+err.Error(), p.Status)
+		}
+		if errors.Is(err, payments.ErrIdempotencyKeyReused) {
+			return fmt.Errorf("payment %s: repeated create: provider holds a payment under this key (outcome unknown): %w", p.ID, err)
 		}
 	} else {
 		pp, err = s.cfg.Provider.GetPayment(ctx, *p.ProviderRef)
@@ -112,13 +191,26 @@ func (s *Service) settle(ctx context.Context, paymentID string, pp payments.Prov
 	return err
 }
 
-// transition moves a payment to a status for a reason of ours.
-func (s *Service) transition(ctx context.Context, paymentID, to, reason string) error {
+// transition moves a payment to a status for a reason of ours. With
+// onlyFrom, the decision was taken on a status read earlier (before a
+// provider call): it is a compare-and-set on that status, and is dropped
+// (recorded as a note) if the payment has moved since: a concurrent actor
+// knew more. Without it, the reason is a fact from the provider (a refund
+// it confirmed) that holds whatever the current status, and the state
+// machine decides.
+func (s *Service) transition(ctx context.Context, paymentID, to, reason string, onlyFrom ...string) error {
 	var eff effects
 	err := s.st.InTx(ctx, func(tx *store.Store) error {
 		p, o, err := lockPayment(ctx, tx, paymentID)
 		if err != nil {
 			return err
+		}
+		if len(onlyFrom) > 0 && !slices.Contains(onlyFrom, p.Status) {
+			if p.Status == to {
+				return nil
+			}
+			return tx.RecordPaymentEvent(ctx, p.ID, p.Status,
+				"ignored "+to+" decided on stale status "+strings.Join(onlyFrom, "|")+": "+reason)
 		}
 		eff, err = s.apply(ctx, tx, o, p, to, reason)
 		return err
@@ -214,12 +306,30 @@ func (s *Service) after(ctx context.Context, eff effects) {
 // locked) to status to, with its effects on the order, in tx.
 func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string) (effects, error) {
 	var eff effects
-	if p.Status == to || !CanTransition(p.Status, to) {
-		return eff, nil // duplicate, late or reordered: nothing to do
-	}
-	ok, err := tx.TransitionPayment(ctx, p.ID, p.Status, to, reason)
-	if err != nil || !ok {
-		return eff, err
+	// Compare-and-set on the status read; a lost race (the row is locked
+	// by lockPayment, so only a caller that did not lock it can lose)
+	// re-reads and re-applies the state machine to what is there now.
+	for try := 0; ; try++ {
+		if p.Status == to || !CanTransition(p.Status, to) {
+			return eff, nil // duplicate, late or reordered: nothing to do
+		}
+		why := reason
+		if to == PaymentSucceeded && (p.Status == PaymentFailed || p.Status == PaymentCancelled) {
+			why += " (overrides our " + p.Status + ": the provider reports the money taken)"
+		}
+		ok, err := tx.TransitionPayment(ctx, p.ID, p.Status, to, why)
+		if err != nil {
+			return eff, err
+		}
+		if ok {
+			break
+		}
+		if try == 3 {
+			return eff, fmt.Errorf("payment %s: status keeps changing under %s -> %s", p.ID, p.Status, to)
+		}
+		if p, err = tx.GetPaymentForUpdate(ctx, p.ID); err != nil {
+			return eff, err
+		}
 	}
 	if err := tx.TouchOrder(ctx, o.ID); err != nil {
 		return eff, err
@@ -366,8 +476,12 @@ func (s *Service) voidOthers(ctx context.Context, tx *store.Store, orderID, paid
 // compensate marks a succeeded payment REFUND_PENDING and enqueues its
 // refund in the same transaction.
 func (s *Service) compensate(ctx context.Context, tx *store.Store, paymentID, why string) error {
-	if _, err := tx.TransitionPayment(ctx, paymentID, PaymentSucceeded, PaymentRefundPending, why+"; refund requested"); err != nil {
+	ok, err := tx.TransitionPayment(ctx, paymentID, PaymentSucceeded, PaymentRefundPending, why+"; refund requested")
+	if err != nil {
 		return err
+	}
+	if !ok { // the caller just moved it to SUCCEEDED in this transaction
+		return fmt.Errorf("payment %s: not SUCCEEDED when compensating", paymentID)
 	}
 	return s.enqueue(ctx, tx, RefundArgs{PaymentID: paymentID})
 }

@@ -29,16 +29,27 @@ const (
 //
 //	UNKNOWN  -> PENDING | SUCCEEDED | FAILED | CANCELLED | REFUNDED
 //	PENDING  -> SUCCEEDED | FAILED | CANCELLED | REFUNDED
+//	FAILED, CANCELLED -> SUCCEEDED | REFUNDED   (the provider's word wins)
 //	SUCCEEDED -> REFUND_PENDING | REFUNDED
 //	REFUND_PENDING -> REFUNDED
-//	FAILED, CANCELLED, REFUNDED: final
+//	REFUNDED: final
 //
 // REFUNDED straight from PENDING/UNKNOWN/SUCCEEDED covers a refund the
 // provider reports before we learnt of the charge (reordering, or a refund
 // made at the provider's dashboard): the money is back either way.
+//
+// FAILED and CANCELLED are our bookkeeping, and may be wrong (a refusal
+// recorded on a stale read, a void that lost to the buyer's payment): a
+// verified report that the provider took the money (SUCCEEDED) or gave it
+// back (REFUNDED) overrides them, so that a charge is never ignored: it
+// confirms the order or is refunded. Nothing moves a payment back to FAILED
+// or CANCELLED once it has succeeded, so the machine cannot oscillate and
+// duplicates or reordered notifications stay harmless.
 var transitions = map[string][]string{
 	PaymentUnknown:       {PaymentPending, PaymentSucceeded, PaymentFailed, PaymentCancelled, PaymentRefunded},
 	PaymentPending:       {PaymentSucceeded, PaymentFailed, PaymentCancelled, PaymentRefunded},
+	PaymentFailed:        {PaymentSucceeded, PaymentRefunded},
+	PaymentCancelled:     {PaymentSucceeded, PaymentRefunded},
 	PaymentSucceeded:     {PaymentRefundPending, PaymentRefunded},
 	PaymentRefundPending: {PaymentRefunded},
 }

@@ -19,8 +19,23 @@ type Payment struct {
 	ProviderRef    *string
 	IdempotencyKey string
 	CheckoutURL    *string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Request is what the attempt was created with at the provider (nil on
+	// rows older than migration 00011): every repeated create of the
+	// attempt sends exactly this, whatever instance repeats it.
+	Request   *PaymentRequest
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// PaymentRequest is the persisted provider request of an attempt (with the
+// row's amount and currency).
+type PaymentRequest struct {
+	Reference  string
+	WebhookURL string
+	ReturnURL  string
+	// Simulate is the sandbox's fault-injection object as sent (JSON), or
+	// empty.
+	Simulate string
 }
 
 // PaymentEvent is one recorded transition of a payment.
@@ -33,12 +48,25 @@ type PaymentEvent struct {
 }
 
 const paymentColumns = `id::text, order_id::text, attempt, status, amount, currency, provider, provider_ref,
-       idempotency_key, checkout_url, created_at, updated_at`
+       idempotency_key, checkout_url, created_at, updated_at,
+       request_reference, request_webhook_url, request_return_url, request_simulate`
 
 func scanPayment(r pgx.Row) (Payment, error) {
-	var p Payment
+	var (
+		p                      Payment
+		ref, hook, ret, simul8 *string
+	)
 	err := r.Scan(&p.ID, &p.OrderID, &p.Attempt, &p.Status, &p.Amount, &p.Currency, &p.Provider, &p.ProviderRef,
-		&p.IdempotencyKey, &p.CheckoutURL, &p.CreatedAt, &p.UpdatedAt)
+		&p.IdempotencyKey, &p.CheckoutURL, &p.CreatedAt, &p.UpdatedAt, &ref, &hook, &ret, &simul8)
+	if err == nil && ref != nil && hook != nil {
+		p.Request = &PaymentRequest{Reference: *ref, WebhookURL: *hook}
+		if ret != nil {
+			p.Request.ReturnURL = *ret
+		}
+		if simul8 != nil {
+			p.Request.Simulate = *simul8
+		}
+	}
 	return p, err
 }
 
@@ -53,8 +81,10 @@ func (s *Store) payments(ctx context.Context, op, sql string, args ...any) ([]Pa
 
 const sqlInsertPayment = `
 WITH p AS (
-    INSERT INTO payments (id, order_id, attempt, status, amount, currency, provider, idempotency_key)
-    SELECT $1, $2, coalesce(max(attempt), 0) + 1, 'UNKNOWN', $3, $4, $5, $6 FROM payments WHERE order_id = $2
+    INSERT INTO payments (id, order_id, attempt, status, amount, currency, provider, idempotency_key,
+                          request_reference, request_webhook_url, request_return_url, request_simulate)
+    SELECT $1, $2, coalesce(max(attempt), 0) + 1, 'UNKNOWN', $3, $4, $5, $6, $8, $9, $10, $11
+    FROM payments WHERE order_id = $2
     RETURNING ` + paymentColumns + `
 ), e AS (
     INSERT INTO payment_events (payment_id, from_status, to_status, reason) VALUES ($1, NULL, 'UNKNOWN', $7)
@@ -62,10 +92,22 @@ WITH p AS (
 SELECT * FROM p`
 
 // InsertPayment opens the next attempt of an order in status UNKNOWN (the
-// provider has not answered yet) and records it in payment_events. A second
-// open attempt is a *ConflictError on payments_one_open.
+// provider has not answered yet) with the provider request it is created
+// with (p.Request, if set), and records it in payment_events. A second open
+// attempt is a *ConflictError on payments_one_open.
 func (s *Store) InsertPayment(ctx context.Context, p Payment, reason string) (Payment, error) {
-	p, err := scanPayment(s.db.QueryRow(ctx, sqlInsertPayment, p.ID, p.OrderID, p.Amount, p.Currency, p.Provider, p.IdempotencyKey, reason))
+	var ref, hook, ret, simul8 *string
+	if r := p.Request; r != nil {
+		ref, hook = &r.Reference, &r.WebhookURL
+		if r.ReturnURL != "" {
+			ret = &r.ReturnURL
+		}
+		if r.Simulate != "" {
+			simul8 = &r.Simulate
+		}
+	}
+	p, err := scanPayment(s.db.QueryRow(ctx, sqlInsertPayment, p.ID, p.OrderID, p.Amount, p.Currency, p.Provider, p.IdempotencyKey, reason,
+		ref, hook, ret, simul8))
 	return p, wrap("insert payment", err)
 }
 
@@ -107,8 +149,10 @@ WITH u AS (
 INSERT INTO payment_events (payment_id, from_status, to_status, reason)
 SELECT id, $2, $3, $4 FROM u`
 
-// TransitionPayment moves a payment from -> to, recording reason in
-// payment_events; ok is false (and nothing changes) if it was not in from.
+// TransitionPayment is the only write of a payment's status: a
+// compare-and-set from -> to (the status the caller read), recording reason
+// in payment_events; ok is false (and nothing changes) if it was no longer
+// in from, and the caller re-reads and re-decides.
 func (s *Store) TransitionPayment(ctx context.Context, id, from, to, reason string) (bool, error) {
 	tag, err := s.db.Exec(ctx, sqlTransitionPayment, id, from, to, reason)
 	return tag.RowsAffected() == 1, wrap("transition payment", err)
