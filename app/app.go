@@ -64,6 +64,8 @@ type App struct {
 	Search     *search.Service
 	searchStop func()
 	stopNotify func()
+	outboxKick func()
+	ordersPool *pgxpool.Pool
 
 	Resolver *resolvers.Resolver
 
@@ -123,6 +125,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.stopNotify = stopNotify
 	notifier := outbox.NewNotifier(pool, log)
 	a.Store.SetOutboxHook(notifier.Kick)
+	a.outboxKick = notifier.Kick
 	go notifier.Run(notifyCtx)
 	if err := a.initPlatform(); err != nil {
 		a.Close()
@@ -182,6 +185,9 @@ func (a *App) Close() {
 	}
 	if a.Redis != nil {
 		_ = a.Redis.Close()
+	}
+	if a.ordersPool != nil {
+		a.ordersPool.Close()
 	}
 	a.Pool.Close()
 }

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/ticketing/ticketing/orders"
 	"github.com/ticketing/ticketing/payments"
+	"github.com/ticketing/ticketing/store"
 )
 
 // initOrders builds the payment provider (PAYMENTS_PROVIDER; STRIPE_SECRET_KEY
@@ -41,7 +44,22 @@ func (a *App) initOrders() error {
 			}
 		}
 	}
-	a.Orders, err = orders.New(a.Store, cfg)
+	// Orders and payments get a pool of their own: a storm of holds must
+	// never starve the webhooks, confirmations and compensations that turn
+	// paid orders into tickets (seen in the flash-sale runs).
+	pcfg, err := pgxpool.ParseConfig(a.Cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(a.Cfg.DatabaseURL, "pool_max_conns") {
+		pcfg.MaxConns = 16
+	}
+	if a.ordersPool, err = pgxpool.NewWithConfig(context.Background(), pcfg); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	st := store.New(a.ordersPool)
+	st.SetOutboxHook(a.outboxKick)
+	a.Orders, err = orders.New(st, cfg)
 	if err != nil {
 		return err
 	}
