@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/config"
@@ -63,6 +65,24 @@ type Verifier struct {
 	fileKeys []any
 	jwks     *jwks
 	parser   *jwt.Parser
+	// verified caches tokens that passed Verify (see verifiedTTL).
+	verified *lru.Cache[string, verifiedToken]
+}
+
+// Verified tokens are cached by their exact string: a client sends the same
+// token on every request, and parsing it (base64, JSON, claims checks) costs
+// more than the HMAC. An entry is used until the token's exp + Leeway (what
+// the parser allows) but never longer than verifiedTTL, so a key removed
+// from the JWKS stops being honoured within that time. Only successes are
+// cached; any change to the token is another key.
+const (
+	verifiedTTL  = time.Minute
+	verifiedSize = 16384
+)
+
+type verifiedToken struct {
+	user  User
+	until time.Time
 }
 
 // claims is the token payload we read.
@@ -75,6 +95,7 @@ type claims struct {
 // token (anonymous requests still work).
 func NewVerifier(cfg Config) (*Verifier, error) {
 	v := &Verifier{cfg: cfg}
+	v.verified, _ = lru.New[string, verifiedToken](verifiedSize) // errors only for a size <= 0
 	if cfg.Now == nil {
 		v.cfg.Now = time.Now
 	}
@@ -116,6 +137,10 @@ func (v *Verifier) Verify(token string) (User, error) {
 	if len(v.methods) == 0 {
 		return User{}, fmt.Errorf("%w: no token verification key is configured", apperr.ErrUnauthenticated)
 	}
+	now := v.cfg.Now()
+	if e, ok := v.verified.Get(token); ok && now.Before(e.until) {
+		return e.user, nil
+	}
 	var c claims
 	if _, err := v.parser.ParseWithClaims(token, &c, v.keyFunc); err != nil {
 		return User{}, fmt.Errorf("%w: %v", apperr.ErrUnauthenticated, err)
@@ -123,7 +148,17 @@ func (v *Verifier) Verify(token string) (User, error) {
 	if strings.TrimSpace(c.Subject) == "" {
 		return User{}, fmt.Errorf("%w: token has no sub", apperr.ErrUnauthenticated)
 	}
-	return User{ID: c.Subject, Roles: c.Roles}, nil
+	u := User{ID: c.Subject, Roles: slices.Clip(c.Roles)} // Clip: an append by a caller never writes into the cached entry
+	// exp is required, so c.ExpiresAt is set.
+	v.verified.Add(token, verifiedToken{user: u, until: minTime(c.ExpiresAt.Add(Leeway), now.Add(verifiedTTL))})
+	return u, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // keyFunc picks the verification key by algorithm (and kid). The HS256 key is

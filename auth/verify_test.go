@@ -158,3 +158,28 @@ func TestAuthenticateHeader(t *testing.T) {
 		require.True(t, errors.Is(err, apperr.ErrUnauthenticated), h)
 	}
 }
+
+// A cached verification never outlives the token: exp + Leeway, as the
+// parser decides; a tampered token is another cache key.
+func TestVerifiedCacheHonoursExpiry(t *testing.T) {
+	t.Parallel()
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	v, err := NewVerifier(Config{Issuer: "iss", Audience: "aud", HS256Secret: secret,
+		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	require.NoError(t, err)
+	tok, _ := Mint(secret, "iss", "aud", "u1", []string{"admin"}, time.Minute)
+	for range 2 {
+		u, err := v.Verify(tok)
+		require.NoError(t, err)
+		require.Equal(t, User{ID: "u1", Roles: []string{"admin"}}, u)
+	}
+	_, err = v.Verify(tok[:len(tok)-2] + "xx")
+	require.ErrorIs(t, err, apperr.ErrUnauthenticated)
+	clock.Add(int64(time.Minute + Leeway - time.Second))
+	_, err = v.Verify(tok)
+	require.NoError(t, err)
+	clock.Add(int64(2 * time.Second))
+	_, err = v.Verify(tok)
+	require.ErrorIs(t, err, apperr.ErrUnauthenticated)
+}

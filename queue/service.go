@@ -138,8 +138,9 @@ func New(d Deps, cfg Config) (*Service, error) {
 // Config returns the effective configuration.
 func (s *Service) Config() Config { return s.cfg }
 
-// Close stops the Service's background listener (queueUpdates wake-ups).
-func (s *Service) Close() { s.stop() }
+// Close stops the Service's background listener (queueUpdates wake-ups) and
+// its Redis pipelining; the Service is not usable afterwards.
+func (s *Service) Close() { s.stop(); s.store.Close() }
 
 func (s *Service) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.cfg.OpTimeout)

@@ -33,12 +33,19 @@ import (
 type QueueStore struct {
 	rdb    redis.UniversalClient
 	prefix string
+	// batch carries joins and position reads, the calls made per user
+	// request; see batcher.
+	batch *batcher
 }
 
 // NewQueueStore returns a QueueStore whose keys all start with prefix.
+// Close it when done.
 func NewQueueStore(rdb redis.UniversalClient, prefix string) *QueueStore {
-	return &QueueStore{rdb: rdb, prefix: prefix}
+	return &QueueStore{rdb: rdb, prefix: prefix, batch: newBatcher(rdb)}
 }
+
+// Close stops the store's background pipelining; later joins and reads fail.
+func (s *QueueStore) Close() { s.batch.close() }
 
 // QueueState is where a user stands in an event's queue.
 type QueueState int
@@ -344,8 +351,8 @@ func (s *QueueStore) Join(ctx context.Context, r JoinRequest) (Place, error) {
 	if r.Addr == "" {
 		addrT = 0
 	}
-	v, err := joinScript.Run(ctx, s.rdb, keys, r.UserID, ms(r.Now), ms(r.SaleStart), r.Score,
-		r.EventID, r.Epoch, msPerToken(r.UserLim), r.UserLim.Burst, addrT, r.AddrLim.Burst).Slice()
+	v, err := s.batch.run(ctx, joinScript, keys, r.UserID, ms(r.Now), ms(r.SaleStart), r.Score,
+		r.EventID, r.Epoch, msPerToken(r.UserLim), r.UserLim.Burst, addrT, r.AddrLim.Burst)
 	if err != nil {
 		return Place{}, fmt.Errorf("queue join: %w", err)
 	}
@@ -359,7 +366,7 @@ func (s *QueueStore) Join(ctx context.Context, r JoinRequest) (Place, error) {
 // State returns the user's place in the event's queue (State QueueNone when
 // not in it).
 func (s *QueueStore) State(ctx context.Context, eventID, userID string, now time.Time) (Place, error) {
-	v, err := stateScript.Run(ctx, s.rdb, s.eventKeys(eventID), userID, ms(now)).Slice()
+	v, err := s.batch.run(ctx, stateScript, s.eventKeys(eventID), userID, ms(now))
 	if err != nil {
 		return Place{}, fmt.Errorf("queue state: %w", err)
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,181 +73,105 @@ func (s *Store) HoldEvent(ctx context.Context, eventID string) (HoldEvent, error
 	return e, wrap("hold event", err)
 }
 
-const sqlLockUserEvent = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || ':' || $2::text, 0))`
-
-const sqlCountUserTickets = `
-SELECT count(*) FROM inventory
-WHERE event_id = $1 AND owner = $2
-  AND (status = 'SOLD' OR (status = 'HELD' AND expires_at > now()))`
-
-// HoldStart is the outcome of the first round trip of a hold transaction.
-type HoldStart struct {
-	// Claimed is false when the idempotency key already existed.
-	Claimed bool
-	// EventFound is false when the event does not exist.
-	EventFound bool
-	Event      HoldEvent
-	// Tickets counts the owner's active held plus sold units of the event,
-	// after the (event, owner) lock.
-	Tickets int
+// CreateHoldArgs is one createHold decision for hold_create (migration
+// 00010). Slices may be empty; BestQty 0 means no best-available part.
+type CreateHoldArgs struct {
+	Owner, Key string
+	Hash       []byte
+	HoldID     string
+	EventID    string
+	SeatIDs    []string
+	BestQty    int
+	// BestSection is optional; BestAdjacent asks for one run in one row,
+	// re-picked up to BestRetries times when a run is taken meanwhile.
+	BestSection  *string
+	BestAdjacent bool
+	BestRetries  int
+	GASections   []string
+	GAQuantities []int32
+	// Admitted: the caller presented a valid queue admission for this
+	// event (checked offline before the call); needed when the event has
+	// queue_required.
+	Admitted bool
 }
 
-// BeginHold runs, in one round trip and in this order: the claim of the
-// idempotency key (owner, "createHold", key) for holdID (a concurrent claim
-// of the same key waits for this transaction), the read of the event with
-// pg_advisory_xact_lock on (event, owner) (serialising one user's holds of
-// one event until the transaction ends), and the count of the owner's
-// active held plus sold units, a new statement after the lock, so it sees
-// every transaction that held the lock before.
-func (s *Store) BeginHold(ctx context.Context, owner, key string, hash []byte, holdID, eventID string) (HoldStart, error) {
-	var st HoldStart
-	b := &pgx.Batch{}
-	b.Queue(sqlClaimIdempotencyKey, owner, "createHold", key, hash, holdID).Exec(func(tag pgconn.CommandTag) error {
-		st.Claimed = tag.RowsAffected() == 1
-		return nil
-	})
-	b.Queue(sqlLockUserEvent, eventID, owner)
-	b.Queue(sqlHoldEvent, eventID).QueryRow(func(row pgx.Row) error {
-		e := &st.Event
-		err := row.Scan(&e.ID, &e.VenueID, &e.MaxTicketsPerUser, &e.HoldDurationSeconds, &e.QueueRequired, &e.SaleOpen, &e.ExpiresAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+// CreateHoldResult is a hold made (Outcome "created"), or the id of the hold
+// an earlier request with the same key made (Outcome "replay" with the same
+// arguments, "reused" with others); only Hold.ID is set then.
+type CreateHoldResult struct {
+	Outcome string
+	Hold    Hold
+	// SeatIDs are the explicit and best-available seats held (for leases).
+	SeatIDs []string
+}
+
+// HoldRefusedError is a hold the database refused; nothing was written.
+// Reason is one of event_not_found, sale_not_open,
+// queue_admission_required, hold_limit (Limit set), unknown_seats and
+// seats_unavailable (IDs: the seats, in request order), best_unavailable
+// (IDs: the section asked for, if any), ga_unavailable (IDs: the section),
+// unpriced.
+type HoldRefusedError struct {
+	Reason string
+	IDs    []string
+	Limit  int
+}
+
+func (e *HoldRefusedError) Error() string { return "hold refused: " + e.Reason }
+
+// sqlCreateHold calls hold_create: the whole hold transaction (idempotency
+// claim, per-(user, event) lock, sale and limit checks, seat locks in id
+// order, the conditional transitions, holds + hold_items + outbox) in one
+// statement and one round trip.
+const sqlCreateHold = `
+SELECT o_outcome, o_resource::text, o_expires_at, o_created_at, o_total, o_currency, o_seats::text[]
+FROM hold_create($1, $2, $3, $4, $5, $6::uuid[], $7, $8::uuid, $9, $10, $11::uuid[], $12::int[], $13)`
+
+// CreateHold runs the hold decision. Outside a transaction (the normal
+// case) the call is its own transaction and has committed when it returns.
+// A refusal is a *HoldRefusedError.
+func (s *Store) CreateHold(ctx context.Context, a CreateHoldArgs) (CreateHoldResult, error) {
+	var (
+		r        CreateHoldResult
+		resource string
+		expires  *time.Time
+		created  *time.Time
+		total    *int64
+		currency *string
+	)
+	nonNil := func(v []string) []string {
+		if v == nil {
+			return []string{}
 		}
-		st.EventFound = err == nil
-		return err
-	})
-	b.Queue(sqlCountUserTickets, eventID, owner).QueryRow(func(row pgx.Row) error { return row.Scan(&st.Tickets) })
-	return st, wrap("begin hold", s.db.SendBatch(ctx, b).Close())
-}
-
-const sqlLockSeats = `
-SELECT id, seat_id::text FROM inventory
-WHERE event_id = $1 AND seat_id = ANY($2::uuid[])
-ORDER BY id
-FOR UPDATE`
-
-const sqlHoldSeats = `
-UPDATE inventory
-SET status = 'HELD', hold_id = $3, owner = $4, expires_at = $5,
-    version = nextval('inventory_version_seq'), updated_at = now()
-WHERE event_id = $1 AND seat_id = ANY($2::uuid[]) AND ` + holdable + `
-RETURNING id, section_id::text, seat_id::text, version`
-
-// HoldSeats holds explicit seats in one round trip: it locks their inventory
-// rows in id order (a stable order, so no deadlock whatever order the client
-// listed them in), then applies the hold transition (see HoldInventory) to
-// those holdable. known lists the seats that have a row in the event.
-func (s *Store) HoldSeats(ctx context.Context, eventID string, seatIDs []string, holdID, owner string, expiresAt time.Time) (known []string, units []InventoryUnit, err error) {
-	b := &pgx.Batch{}
-	b.Queue(sqlLockSeats, eventID, seatIDs).Query(func(rows pgx.Rows) error {
-		var id int64
-		var seat string
-		_, err := pgx.ForEachRow(rows, []any{&id, &seat}, func() error { known = append(known, seat); return nil })
-		return err
-	})
-	b.Queue(sqlHoldSeats, eventID, seatIDs, holdID, owner, expiresAt).Query(func(rows pgx.Rows) error {
-		units, err = pgx.CollectRows(rows, scanUnit)
-		return err
-	})
-	err = s.db.SendBatch(ctx, b).Close()
-	return known, units, wrap("hold seats", err)
-}
-
-// holdable is the condition of a row that may be held now.
-const holdable = `(status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()))`
-
-const sqlPickAdjacent = `
-WITH free AS (
-    SELECT i.id, s.section_id, s.row_index, s.row_label, s.number,
-           s.number - row_number() OVER (PARTITION BY s.section_id, s.row_index, s.row_label ORDER BY s.number) AS grp
-    FROM inventory i JOIN seats s ON s.id = i.seat_id
-    WHERE i.event_id = $1 AND i.seat_id IS NOT NULL
-      AND ($2::uuid IS NULL OR i.section_id = $2)
-      AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
-      AND NOT (i.id = ANY($4::bigint[]))
-), runs AS (
-    SELECT section_id, row_index, row_label, number AS first,
-           lead(number, $3 - 1) OVER (PARTITION BY section_id, row_index, row_label, grp ORDER BY number) AS last
-    FROM free
-), best AS (
-    SELECT r.* FROM runs r
-    CROSS JOIN LATERAL (
-        SELECT (min(number) + max(number)) / 2.0 AS center FROM seats
-        WHERE section_id = r.section_id AND row_index = r.row_index AND row_label = r.row_label) c
-    WHERE r.last IS NOT NULL
-    ORDER BY r.row_index, abs((r.first + r.last) / 2.0 - c.center), r.section_id, r.first
-    LIMIT 1
-)
-SELECT f.id FROM free f JOIN best b
-  ON f.section_id = b.section_id AND f.row_index = b.row_index AND f.row_label = b.row_label
- AND f.number BETWEEN b.first AND b.last
-ORDER BY f.id`
-
-// PickAdjacent chooses the best run of qty consecutive holdable seats in one
-// row (lowest row_index, then nearest the row's centre), optionally within a
-// section, ignoring the excluded inventory ids. It does not lock; see
-// LockHoldable. It returns nil when no run exists.
-func (s *Store) PickAdjacent(ctx context.Context, eventID string, sectionID *string, qty int, exclude []int64) ([]int64, error) {
-	if exclude == nil {
-		exclude = []int64{}
+		return v
 	}
-	return s.ids(ctx, "pick adjacent", sqlPickAdjacent, eventID, sectionID, qty, exclude)
-}
-
-const sqlPickBestSeats = `
-SELECT i.id FROM inventory i JOIN seats s ON s.id = i.seat_id
-CROSS JOIN LATERAL (
-    SELECT (min(number) + max(number)) / 2.0 AS center FROM seats
-    WHERE section_id = s.section_id AND row_index = s.row_index AND row_label = s.row_label) c
-WHERE i.event_id = $1 AND i.seat_id IS NOT NULL
-  AND ($2::uuid IS NULL OR i.section_id = $2)
-  AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
-ORDER BY s.row_index, abs(s.number - c.center), i.id
-LIMIT $3
-FOR UPDATE OF i SKIP LOCKED`
-
-// PickBestSeats locks up to qty of the best holdable seats (front rows, then
-// central), skipping rows other transactions have locked.
-func (s *Store) PickBestSeats(ctx context.Context, eventID string, sectionID *string, qty int) ([]int64, error) {
-	return s.ids(ctx, "pick best seats", sqlPickBestSeats, eventID, sectionID, qty)
-}
-
-const sqlLockHoldable = `
-SELECT id FROM inventory
-WHERE event_id = $1 AND id = ANY($2::bigint[]) AND ` + holdable + `
-ORDER BY id
-FOR UPDATE SKIP LOCKED`
-
-// LockHoldable locks those of ids that are holdable and not locked by
-// another transaction, and returns them.
-func (s *Store) LockHoldable(ctx context.Context, eventID string, ids []int64) ([]int64, error) {
-	return s.ids(ctx, "lock holdable", sqlLockHoldable, eventID, ids)
-}
-
-const sqlHoldGA = `
-WITH picked AS MATERIALIZED (
-    SELECT id FROM inventory
-    WHERE event_id = $1 AND section_id = $2 AND unit_no IS NOT NULL
-      AND status IN ('AVAILABLE', 'HELD') AND ` + holdable + `
-    ORDER BY status, id
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE inventory i
-SET status = 'HELD', hold_id = $4, owner = $5, expires_at = $6,
-    version = nextval('inventory_version_seq'), updated_at = now()
-FROM picked
-WHERE i.event_id = $1 AND i.id = picked.id
-RETURNING i.id, i.section_id::text, i.seat_id::text, i.version`
-
-// HoldGA applies the hold transition to up to qty holdable units of a
-// general-admission section in one statement. Units are picked (in a
-// materialised CTE: an IN (subquery LIMIT) may be re-scanned and take more)
-// FOR UPDATE SKIP LOCKED (AVAILABLE first, in index order), so concurrent buyers of a
-// hot floor take different units instead of queueing on one row. Fewer
-// units returned than asked means the section has no more.
-func (s *Store) HoldGA(ctx context.Context, eventID, sectionID string, qty int, holdID, owner string, expiresAt time.Time) ([]InventoryUnit, error) {
-	return s.units(ctx, "hold ga", sqlHoldGA, eventID, sectionID, qty, holdID, owner, expiresAt)
+	qty := a.GAQuantities
+	if qty == nil {
+		qty = []int32{}
+	}
+	err := s.db.QueryRow(ctx, sqlCreateHold, a.Owner, a.Key, a.Hash, a.HoldID, a.EventID, nonNil(a.SeatIDs),
+		a.BestQty, a.BestSection, a.BestAdjacent, a.BestRetries, nonNil(a.GASections), qty, a.Admitted).
+		Scan(&r.Outcome, &resource, &expires, &created, &total, &currency, &r.SeatIDs)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "TKH00" {
+		e := &HoldRefusedError{Reason: pgErr.Message, IDs: []string{}}
+		if e.Reason == "hold_limit" {
+			e.Limit, _ = strconv.Atoi(pgErr.Detail)
+		} else if pgErr.Detail != "" {
+			e.IDs = strings.Split(pgErr.Detail, ",")
+		}
+		return r, e
+	}
+	if err != nil {
+		return r, wrap("create hold", err)
+	}
+	r.Hold.ID = resource
+	if r.Outcome == "created" {
+		r.Hold = Hold{ID: resource, EventID: a.EventID, Owner: a.Owner, Status: "ACTIVE",
+			ExpiresAt: *expires, CreatedAt: *created, TotalAmount: *total, Currency: *currency}
+		s.markOutbox() // after the commit when not inside a transaction
+	}
+	return r, nil
 }
 
 func (s *Store) ids(ctx context.Context, op, sql string, args ...any) ([]int64, error) {
@@ -269,20 +195,6 @@ func (s *Store) SectionKind(ctx context.Context, eventID, sectionID string) (str
 	return kind, wrap("section kind", err)
 }
 
-const sqlHoldInventory = `
-UPDATE inventory
-SET status = 'HELD', hold_id = $3, owner = $4, expires_at = $5,
-    version = nextval('inventory_version_seq'), updated_at = now()
-WHERE event_id = $1 AND id = ANY($2::bigint[]) AND ` + holdable + `
-RETURNING id, section_id::text, seat_id::text, version`
-
-// HoldInventory is the hold transition: it sets the holdable rows among ids
-// to HELD by holdID/owner until expiresAt with a new version, and returns
-// the rows it changed. Rows not returned were not holdable.
-func (s *Store) HoldInventory(ctx context.Context, eventID string, ids []int64, holdID, owner string, expiresAt time.Time) ([]InventoryUnit, error) {
-	return s.units(ctx, "hold inventory", sqlHoldInventory, eventID, ids, holdID, owner, expiresAt)
-}
-
 func (s *Store) units(ctx context.Context, op, sql string, args ...any) ([]InventoryUnit, error) {
 	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
@@ -296,45 +208,6 @@ func scanUnit(r pgx.CollectableRow) (InventoryUnit, error) {
 	var u InventoryUnit
 	err := r.Scan(&u.InventoryID, &u.SectionID, &u.SeatID, &u.Version)
 	return u, err
-}
-
-// sqlInsertHold writes the hold, its items with the prices of event_prices
-// captured now, and the outbox row, from the inventory rows HELD by the hold
-// in this transaction. Item periods start at clock_timestamp(), which is
-// after the commit of any cancellation this transaction waited for, so a
-// cancelled item's cut period never overlaps the new one.
-const sqlInsertHold = `
-WITH items AS (
-    SELECT i.id, i.section_id, i.seat_id, p.amount, p.currency
-    FROM inventory i JOIN event_prices p ON p.event_id = i.event_id AND p.section_id = i.section_id
-    WHERE i.event_id = $2 AND i.hold_id = $1 AND i.status = 'HELD'
-), h AS (
-    INSERT INTO holds (id, event_id, owner, status, expires_at, total_amount, currency)
-    SELECT $1, $2, $3, 'ACTIVE', $4, coalesce(sum(amount), 0), coalesce(min(currency), 'XXX') FROM items
-    RETURNING created_at, total_amount, currency
-), hi AS (
-    INSERT INTO hold_items (hold_id, event_id, inventory_id, section_id, seat_id, price_amount, currency, period)
-    SELECT $1, $2, id, section_id, seat_id, amount, currency, tstzrange(least(clock_timestamp(), $4), $4)
-    FROM items
-    RETURNING 1
-), o AS (
-    INSERT INTO outbox (event_id, topic, payload) VALUES ($2, 'inventory', $5)
-)
-SELECT h.created_at, h.total_amount, h.currency,
-       (SELECT count(*) FROM hi), (SELECT count(DISTINCT currency) FROM items)
-FROM h`
-
-// InsertHold records an ACTIVE hold of the rows HELD by h.ID in this
-// transaction, its items and the outbox payload. It returns the stored hold
-// and the number of items and currencies priced; fewer items than held rows
-// means a section of the event has no price.
-func (s *Store) InsertHold(ctx context.Context, h Hold, outbox []byte) (Hold, int, int, error) {
-	var items, currencies int
-	s.markOutbox()
-	err := s.db.QueryRow(ctx, sqlInsertHold, h.ID, h.EventID, h.Owner, h.ExpiresAt, outbox).
-		Scan(&h.CreatedAt, &h.TotalAmount, &h.Currency, &items, &currencies)
-	h.Status = "ACTIVE"
-	return h, items, currencies, wrap("insert hold", err)
 }
 
 const holdColumns = `id::text, event_id::text, owner,

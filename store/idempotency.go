@@ -35,10 +35,3 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, owner, operation, key s
 	err = s.db.QueryRow(ctx, sqlGetIdempotencyKey, owner, operation, key).Scan(&existing.RequestHash, &existing.ResourceID)
 	return false, existing, wrap("get idempotency key", err)
 }
-
-// GetIdempotencyKey reads a stored key (ErrNotFound if absent).
-func (s *Store) GetIdempotencyKey(ctx context.Context, owner, operation, key string) (IdempotencyKey, error) {
-	var k IdempotencyKey
-	err := s.db.QueryRow(ctx, sqlGetIdempotencyKey, owner, operation, key).Scan(&k.RequestHash, &k.ResourceID)
-	return k, wrap("get idempotency key", err)
-}

@@ -48,7 +48,7 @@ var (
 	pgbench   = flag.String("pgbench", "/usr/lib/postgresql/15/bin/pgbench", "pgbench binary")
 	cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the hot-event run with the most clients")
 	keepDB    = flag.Bool("keep", false, "keep the bench database")
-	noNotify  = flag.Bool("no-notify", false, "diagnostic: disable the outbox NOTIFY trigger for every run")
+	gistCheck = flag.Bool("gist-check", false, "also rerun the largest spread run without the hold_items exclusion constraint (dropped in the bench database only)")
 	spreadN   = 100
 	secret    = "bench-secret-0123456789abcdef"
 	rowsSpr   = 20
@@ -107,11 +107,7 @@ func main() {
 	hot := createEvent(ctx, a.Pool, rowsHot, perRowHot, gaHot)
 	_, err = a.Pool.Exec(ctx, "VACUUM ANALYZE")
 	check(err)
-	if *noNotify {
-		_, err = a.Pool.Exec(ctx, `ALTER TABLE outbox DISABLE TRIGGER outbox_notify`)
-		check(err)
-		log.Printf("diagnostic: outbox NOTIFY trigger disabled")
-	}
+	mintTokens()
 
 	var counts []int
 	for _, c := range strings.Split(*clients, ",") {
@@ -143,13 +139,25 @@ func main() {
 		}
 	}
 
-	// The baseline: the bare conditional UPDATE + outbox INSERT.
+	// The baseline: the bare conditional UPDATE + outbox INSERT. The app's
+	// idle connections are closed first, so pgbench's clients fit in
+	// max_connections on a server shared with other databases.
+	a.Pool.Reset()
 	pgb := map[int]float64{}
 	script := filepath.Join(os.TempDir(), "holds_pgbench.sql")
 	check(os.WriteFile(script, []byte(pgbenchScript(ctx, a.Pool, hot.id)), 0o644))
 	for _, n := range counts {
 		pgb[n] = runPgbench(u, script, n)
 		fmt.Printf("%-22s %8d %10.0f\n", "pgbench-bare", n, pgb[n])
+	}
+	// Our whole hold transaction (hold_create, one explicit seat) on the
+	// database alone: what the app and HTTP add is the gap to our figure.
+	for _, n := range counts {
+		reset(ctx, a.Pool, []*benchEvent{hot})
+		a.Pool.Reset()
+		fn := filepath.Join(os.TempDir(), "holds_pgbench_fn.sql")
+		check(os.WriteFile(fn, []byte(pgbenchHoldScript(ctx, a.Pool, hot.id, n)), 0o644))
+		fmt.Printf("%-22s %8d %10.0f\n", "pgbench-hold-fn", n, runPgbench(u, fn, n))
 	}
 	// GA design check: 2 units per transaction from unit rows picked with
 	// SKIP LOCKED (ours) versus one counter row per section.
@@ -178,11 +186,16 @@ END;
 	fmt.Printf("%-22s %8d %10.0f\n", "pgbench-ga-unit-rows", n, runPgbench(u, gaUnits, n))
 	fmt.Printf("%-22s %8d %10.0f\n", "pgbench-ga-counter-row", n, runPgbench(u, gaCounter, n))
 
-	// The outbox NOTIFY trigger (migration 00005) serialises commits that
-	// insert outbox rows; measure the bare transaction without it too.
-	if _, err := a.Pool.Exec(ctx, `ALTER TABLE outbox DISABLE TRIGGER outbox_notify`); err == nil && !*noNotify {
-		fmt.Printf("%-22s %8d %10.0f\n", "pgbench-bare-no-notify", n, runPgbench(u, script, n))
-		_, _ = a.Pool.Exec(ctx, `ALTER TABLE outbox ENABLE TRIGGER outbox_notify`)
+	// The cost of the hold_items exclusion constraint (GiST): the same
+	// spread run without it, in this throwaway database only.
+	if *gistCheck {
+		var name string
+		check(a.Pool.QueryRow(ctx, `SELECT conname FROM pg_constraint WHERE conrelid = 'hold_items'::regclass AND contype = 'x'`).Scan(&name))
+		_, err = a.Pool.Exec(ctx, `ALTER TABLE hold_items DROP CONSTRAINT `+name)
+		check(err)
+		reset(ctx, a.Pool, spread)
+		r := run(endpoint, spread, n, *duration)
+		fmt.Printf("%-22s %8d %10.0f %9.1f %9.1f %9d %9d\n", "spread-no-exclusion", n, r.rate, ms(r.p50), ms(r.p99), r.conflicts, r.errors)
 	}
 
 	fmt.Println("\nratios (ours / bare pgbench at the same client count):")
@@ -269,6 +282,23 @@ func (e *benchEvent) next(rng *rand.Rand) map[string]any {
 	return in
 }
 
+// tokens are minted before the runs, so the load generator does not sign a
+// JWT per request on the cores it shares with the server; each is a distinct
+// user, reused only after all the others (well within maxTicketsPerUser).
+var (
+	tokens    []string
+	tokenNext atomic.Uint64
+)
+
+func mintTokens() {
+	tokens = make([]string, 50000)
+	for i := range tokens {
+		var err error
+		tokens[i], err = auth.Mint(secret, "ticketing-dev", "ticketing", fmt.Sprintf("bench-user-%d", i), nil, 2*time.Hour)
+		check(err)
+	}
+}
+
 type result struct {
 	rate              float64
 	p50, p99          time.Duration
@@ -297,9 +327,9 @@ func run(endpoint string, evs []*benchEvent, clients int, d time.Duration) resul
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
 			var local []time.Duration
-			for i := 0; time.Now().Before(deadline); i++ {
+			for time.Now().Before(deadline) {
 				ev := evs[rng.IntN(len(evs))]
-				tok, _ := auth.Mint(secret, "ticketing-dev", "ticketing", fmt.Sprintf("bench-%d-%d", c, i), nil, time.Hour)
+				tok := tokens[tokenNext.Add(1)%uint64(len(tokens))]
 				body, _ := json.Marshal(map[string]any{"query": mutation, "variables": map[string]any{"in": ev.next(rng)}})
 				req, _ := http.NewRequest(http.MethodPost, endpoint, bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
@@ -358,12 +388,28 @@ END;
 `, lo, hi, eventID, eventID)
 }
 
+// pgbenchHoldScript is one createHold of one explicit seat of the hot event
+// through hold_create, as the app sends it. Each client walks its own slice
+// of the seats in order (n starts at 0: runPgbench passes -D n=0), so holds
+// never collide (a refusal would abort the client).
+func pgbenchHoldScript(ctx context.Context, pool *pgxpool.Pool, eventID string, clients int) string {
+	var lo, hi int64
+	check(pool.QueryRow(ctx, `SELECT min(id), max(id) FROM inventory WHERE event_id = $1 AND seat_id IS NOT NULL`, eventID).Scan(&lo, &hi))
+	per := (hi - lo + 1) / int64(clients)
+	return fmt.Sprintf(`\set n :n + 1
+\set id %[1]d + :client_id * %[3]d + (:n %% %[3]d)
+\set u random(1, 1000000000)
+SELECT o_outcome FROM hold_create('pgbench-' || :u, md5(random()::text), '\x00', gen_random_uuid(), '%[2]s',
+  ARRAY(SELECT seat_id FROM inventory WHERE event_id = '%[2]s' AND id = :id), 0, NULL, false, 3, '{}', '{}', false);
+`, lo, eventID, per)
+}
+
 var tpsRe = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
 func runPgbench(u *url.URL, script string, clients int) float64 {
 	host := u.Query().Get("host")
 	user := u.Query().Get("user")
-	args := []string{"-n", "-M", "prepared", "-f", script, "-c", strconv.Itoa(clients), "-j", "2",
+	args := []string{"-n", "-M", "prepared", "-D", "n=0", "-f", script, "-c", strconv.Itoa(clients), "-j", "2",
 		"-T", strconv.Itoa(int(duration.Seconds())), "-h", host, "-U", user, strings.TrimPrefix(u.Path, "/")}
 	out, err := exec.Command(*pgbench, args...).CombinedOutput()
 	m := tpsRe.FindSubmatch(out)
