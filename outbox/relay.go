@@ -239,17 +239,31 @@ func (r *Relay) worker(ctx context.Context, partition int, wake <-chan struct{})
 	}
 }
 
-// drain publishes batches of the partition until it is empty, locked by
-// another relay, or a batch fails (retried at the next wake or poll).
+// busyRetry is how soon a relay looks again at a partition that another
+// relay was working on when this one was woken.
+const busyRetry = 25 * time.Millisecond
+
+// drain publishes batches of the partition until it is empty or a batch
+// fails (retried at the next wake or poll). When another relay holds the
+// partition it tries again shortly: that relay may have read its batch
+// before the rows this wake-up announced were committed, and nobody else
+// would wake for them until the next poll.
 func (r *Relay) drain(ctx context.Context, partition int) {
 	for ctx.Err() == nil {
-		n, err := r.Once(ctx, partition)
+		n, busy, err := r.once(ctx, partition)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.failures.Inc()
 				r.log.Warn("outbox publish", "partition", partition, "err", err)
 			}
 			return
+		}
+		if busy {
+			select {
+			case <-ctx.Done():
+			case <-time.After(busyRetry):
+			}
+			continue
 		}
 		if n < r.cfg.BatchSize {
 			return
@@ -261,12 +275,25 @@ func (r *Relay) drain(ctx context.Context, partition int) {
 // and returns how many rows it published (0 when the partition is empty or
 // another relay holds it).
 func (r *Relay) Once(ctx context.Context, partition int) (int, error) {
-	var rows []Row
+	n, _, err := r.once(ctx, partition)
+	return n, err
+}
+
+// once is Once that also tells whether another relay held the partition.
+func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
+	var (
+		rows []Row
+		busy bool
+	)
 	err := r.st.InTx(ctx, func(tx *store.Store) error {
-		rows = nil
+		rows, busy = nil, false
 		ok, err := tx.OutboxTryLock(ctx, partition)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			busy = true
+			return nil
 		}
 		batch, err := tx.OutboxBatch(ctx, partition, r.cfg.Partitions, r.cfg.BatchSize)
 		if err != nil || len(batch) == 0 {
@@ -288,12 +315,12 @@ func (r *Relay) Once(ctx context.Context, partition int) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for _, row := range rows {
 		r.published.WithLabelValues(row.Topic).Inc()
 	}
-	return len(rows), nil
+	return len(rows), busy, nil
 }
 
 // PublishAll drains every partition once (for tests and tools such as a
