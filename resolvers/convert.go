@@ -198,3 +198,12 @@ func fromModelHoldInput(in model.CreateHoldInput) holds.CreateRequest {
 	}
 	return req
 }
+
+// mapAll converts every element of xs with f (list fields of the schema).
+func mapAll[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}

@@ -41,11 +41,7 @@ func (r *eventResolver) Artists(ctx context.Context, obj *model.Event) ([]*model
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Artist, len(as))
-	for i, a := range as {
-		out[i] = toModelArtist(a)
-	}
-	return out, nil
+	return mapAll(as, toModelArtist), nil
 }
 
 // Prices is the resolver for the prices field.
@@ -54,11 +50,7 @@ func (r *eventResolver) Prices(ctx context.Context, obj *model.Event) ([]*model.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.SectionPrice, len(ps))
-	for i, p := range ps {
-		out[i] = toModelPrice(p)
-	}
-	return out, nil
+	return mapAll(ps, toModelPrice), nil
 }
 
 // Availability is the resolver for the availability field.
@@ -284,11 +276,7 @@ func (r *orderResolver) Payments(ctx context.Context, obj *model.Order) ([]*mode
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Payment, len(ps))
-	for i, p := range ps {
-		out[i] = toModelPayment(p)
-	}
-	return out, nil
+	return mapAll(ps, toModelPayment), nil
 }
 
 // Tickets is the resolver for the tickets field.
@@ -436,11 +424,7 @@ func (r *sectionResolver) Seats(ctx context.Context, obj *model.Section) ([]*mod
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Seat, len(seats))
-	for i, st := range seats {
-		out[i] = toModelSeat(st)
-	}
-	return out, nil
+	return mapAll(seats, toModelSeat), nil
 }
 
 // Section is the resolver for the section field.
@@ -550,11 +534,7 @@ func (r *venueResolver) Sections(ctx context.Context, obj *model.Venue) ([]*mode
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Section, len(secs))
-	for i, sec := range secs {
-		out[i] = toModelSection(sec)
-	}
-	return out, nil
+	return mapAll(secs, toModelSection), nil
 }
 
 // Artist returns graph.ArtistResolver implementation.
