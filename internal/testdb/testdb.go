@@ -119,8 +119,14 @@ func createTemplate(ctx context.Context, name string) error {
 	return err
 }
 
+// poolMaxConns bounds every pool opened on a test database URL (the test's
+// own pool and the pools of any App or process given that URL). Tests run
+// in parallel across and within packages against one server whose
+// max_connections is 100 by default: unbounded pools exhaust it.
+const poolMaxConns = "8"
+
 // NewDatabase creates a fresh migrated database for the test and returns its
-// URL; the database is dropped when the test ends.
+// URL (with pool_max_conns set); the database is dropped when the test ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
@@ -148,7 +154,14 @@ func NewDatabase(t testing.TB) string {
 		defer c.Close(ctx)
 		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	})
-	return URLFor(name)
+	u, err := url.Parse(URLFor(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", poolMaxConns)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // NewPool returns a pool on a fresh database, closed when the test ends.
@@ -158,7 +171,6 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 32
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
