@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/app"
@@ -114,14 +115,14 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	dbURL := testdb.NewDatabase(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
 	e := &env{t: t}
 	// Before app.New, so the search index's first build has them.
 	e.ev = createEvent(t, conn, "Gran Concierto", "false", "1 hour")
 	e.queued = createEvent(t, conn, "Queued Show", "true", "1 hour")
 	e.upcoming = createEvent(t, conn, "Later Show", "false", "-1 day")
-	require.NoError(t, conn.Close(ctx))
+	conn.Close()
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -155,7 +156,7 @@ func newEnv(t *testing.T) *env {
 
 // createEvent writes a venue, its sections and seats, an event whose sale
 // started saleAgo ago, its prices and inventory.
-func createEvent(t *testing.T, conn *pgx.Conn, name, queued, saleAgo string) event {
+func createEvent(t *testing.T, conn *pgxpool.Pool, name, queued, saleAgo string) event {
 	ctx := context.Background()
 	venue := uuid.NewString()
 	e := event{ID: uuid.NewString(), Seated: uuid.NewString(), GA: uuid.NewString()}
