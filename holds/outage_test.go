@@ -104,6 +104,10 @@ func TestRedisOutage(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			// Each worker keeps at most three holds and cancels the oldest
+			// beyond that, so the 100 seats never run out however fast the
+			// machine is, and cancels run through the outage too.
+			var mine []holds.Hold
 			for i := 0; ; i++ {
 				select {
 				case <-done:
@@ -115,7 +119,19 @@ func TestRedisOutage(t *testing.T) {
 					seats = seats[:1]
 				}
 				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				_, err := svc.Create(rctx, user(w*1000+i), seatsReq(ev, seats...))
+				u := user(w)
+				h, err := svc.Create(rctx, u, seatsReq(ev, seats...))
+				if err == nil {
+					mine = append(mine, h)
+					if len(mine) > 3 {
+						if _, cerr := svc.Cancel(rctx, u, mine[0].ID); cerr != nil {
+							t.Errorf("phase %d: cancel: %v", phase.Load(), cerr)
+							cancel()
+							return
+						}
+						mine = mine[1:]
+					}
+				}
 				cancel()
 				switch {
 				case err == nil:
@@ -151,11 +167,20 @@ func TestRedisOutage(t *testing.T) {
 	wg.Wait()
 	assert.Positive(t, gauge(t, reg, "ticketing_hold_lease_fallback_total"))
 
-	// Correct throughout: every hold has all its seats, nothing else is held.
+	// Correct throughout: every active hold has all its seats, cancelled ones
+	// none, and nothing else is held.
 	assert.Equal(t, int(ok.Load()), count(t, pool, `SELECT count(*) FROM holds WHERE event_id = $1`, ev.ID))
+	assert.Positive(t, count(t, pool, `SELECT count(*) FROM holds WHERE event_id = $1 AND status = 'ACTIVE'`, ev.ID))
 	assert.Zero(t, count(t, pool, `
-		SELECT count(*) FROM hold_items hi JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
-		WHERE hi.event_id = $1 AND i.hold_id IS DISTINCT FROM hi.hold_id`, ev.ID), "an item not held by its hold")
+		SELECT count(*) FROM hold_items hi
+		JOIN holds h ON h.id = hi.hold_id
+		JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+		WHERE hi.event_id = $1 AND h.status = 'ACTIVE' AND i.hold_id IS DISTINCT FROM hi.hold_id`, ev.ID), "an item not held by its active hold")
+	assert.Zero(t, count(t, pool, `
+		SELECT count(*) FROM hold_items hi
+		JOIN holds h ON h.id = hi.hold_id
+		JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+		WHERE hi.event_id = $1 AND h.status = 'CANCELLED' AND i.hold_id = hi.hold_id`, ev.ID), "a cancelled hold still holds a seat")
 	assert.Zero(t, count(t, pool, `
 		SELECT count(*) FROM inventory i WHERE event_id = $1 AND status = 'HELD'
 		AND NOT EXISTS (SELECT 1 FROM hold_items hi WHERE hi.hold_id = i.hold_id AND hi.inventory_id = i.id)`, ev.ID))
