@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +21,7 @@ import (
 	"github.com/ticketing/ticketing/audit"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/paysimtest"
 	"github.com/ticketing/ticketing/internal/testdb"
 	"github.com/ticketing/ticketing/orders"
 	"github.com/ticketing/ticketing/payments"
@@ -44,66 +41,14 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "orders-paysim-")
+	ps, stop, err := paysimtest.Start(testSecret)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "paysimd")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/paysimd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build paysimd: %v\n%s", err, out)
-		return 1
-	}
-	ctx := context.Background()
-	dbName := "orders_paysim_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
-	admin, err := pgx.Connect(ctx, testdb.BaseURL())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
-		admin.Close(ctx)
-	}()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	addr := l.Addr().String()
-	l.Close()
-	var logs bytes.Buffer
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PAYSIM_ADDR="+addr, "PAYSIM_DATABASE_URL="+testdb.URLFor(dbName),
-		"PAYMENTS_WEBHOOK_SECRET="+testSecret, "PUBLIC_BASE_URL=http://shop.test")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	paysimURL = "http://" + addr
-	paysimDB = testdb.URLFor(dbName)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(paysimURL + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "paysim did not start: %s\n", logs.String())
-			return 1
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	defer stop()
+	paysimURL = ps.URL
+	paysimDB = ps.DatabaseURL
 	return m.Run()
 }
 

@@ -12,8 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/config"
+	"github.com/ticketing/ticketing/internal/paysimtest"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
 
@@ -41,56 +40,13 @@ var paysimURL string
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
-	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
-	dir, err := os.MkdirTemp("", "rest-paysim-")
+	ps, stop, err := paysimtest.Start(webhookSecret)
 	if err != nil {
-		return fail(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "paysimd")
-	if out, err := exec.Command("go", "build", "-o", bin, "../orders/internal/paysimd").CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("build paysimd: %v\n%s", err, out))
-	}
-	ctx := context.Background()
-	dbName := "rest_paysim_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
-	admin, err := pgx.Connect(ctx, testdb.BaseURL())
-	if err != nil {
-		return fail(err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
-		return fail(err)
-	}
-	defer func() {
-		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
-		admin.Close(ctx)
-	}()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	var logs bytes.Buffer
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PAYSIM_ADDR="+addr, "PAYSIM_DATABASE_URL="+testdb.URLFor(dbName),
-		"PAYMENTS_WEBHOOK_SECRET="+webhookSecret, "PUBLIC_BASE_URL=http://shop.test")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		return fail(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	paysimURL = "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(paysimURL + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("paysim did not start: %s", logs.String()))
-		}
-	}
+	defer stop()
+	paysimURL = ps.URL
 	return m.Run()
 }
 
