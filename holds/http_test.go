@@ -2,11 +2,8 @@ package holds_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/auth"
-	"github.com/ticketing/ticketing/config"
-	"github.com/ticketing/ticketing/internal/testdb"
+	"github.com/ticketing/ticketing/internal/apptest"
 )
 
 const httpSecret = "holds-http-test-secret-0123456789"
@@ -54,18 +49,8 @@ const createHoldMutation = `mutation($in: CreateHoldInput!) {
 // cancelling the hold.
 func TestHTTPCreateHold(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{
-		"DATABASE_URL":     testdb.NewDatabase(t),
-		"REDIS_URL":        testdb.RedisURL(),
-		"JWT_HS256_SECRET": httpSecret,
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	require.NoError(t, err)
-	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	t.Cleanup(a.Close)
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
+	a := apptest.New(t, map[string]string{"JWT_HS256_SECRET": httpSecret})
+	srv := apptest.Serve(t, a)
 	url := srv.URL + "/graphql"
 	ev := createEvent(t, a.Pool, eventSpec{})
 	seat := ev.Seats[0][4]

@@ -2,9 +2,7 @@ package orders_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,9 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/auth"
-	"github.com/ticketing/ticketing/config"
+	"github.com/ticketing/ticketing/internal/apptest"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
 
@@ -40,11 +37,7 @@ func TestGraphQLCheckout(t *testing.T) {
 		"TICKET_SIGNING_KEY":      string(ticketKey),
 		"SEARCH_DIR":              t.TempDir(),
 	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	require.NoError(t, err)
-	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	a := apptest.New(t, env)
 	srv := httptest.NewUnstartedServer(a.Handler())
 	srv.Listener.Close()
 	srv.Listener = l

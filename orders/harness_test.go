@@ -21,6 +21,7 @@ import (
 	"github.com/ticketing/ticketing/audit"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/fixtures"
 	"github.com/ticketing/ticketing/internal/paysimtest"
 	"github.com/ticketing/ticketing/internal/testdb"
 	"github.com/ticketing/ticketing/orders"
@@ -74,12 +75,7 @@ type envOpts struct {
 	httpTimeout time.Duration
 }
 
-type event struct {
-	ID     string
-	Seated string
-	GA     string
-	Seats  []string
-}
+type event = fixtures.Event
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
@@ -134,36 +130,9 @@ func providerCharges(t *testing.T, reference string) int {
 	return n
 }
 
-// createEvent writes a venue with a seated section of 10 seats and a GA
-// section of 10 units, an event on sale with prices, and its inventory.
+// createEvent writes a fixture event on sale (fixtures.SmallEvent).
 func createEvent(t *testing.T, pool *pgxpool.Pool) event {
-	ctx := context.Background()
-	venue := uuid.NewString()
-	e := event{ID: uuid.NewString(), Seated: uuid.NewString(), GA: uuid.NewString()}
-	stmts := []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'Hall', 'Street 1', 'Madrid', 'ES', 40.4, -3.7)`, []any{venue}},
-		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 1, 'Stalls', 'SEATED', 10)`, []any{e.Seated, venue}},
-		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 2, 'Floor', 'GENERAL_ADMISSION', 10)`, []any{e.GA, venue}},
-		{`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y)
-		  SELECT gen_random_uuid(), $1, 'A', 0, n, n, 0 FROM generate_series(1, 10) n`, []any{e.Seated}},
-		{`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds, queue_required)
-		  VALUES ($1, $2, 'Show', 'music', now() + interval '30 days', now() - interval '1 hour', 8, 600, false)`, []any{e.ID, venue}},
-		{`INSERT INTO event_prices VALUES ($1, $2, 5000, 'EUR'), ($1, $3, 2500, 'EUR')`, []any{e.ID, e.Seated, e.GA}},
-		{`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2 ORDER BY number`, []any{e.ID, e.Seated}},
-		{`INSERT INTO inventory (event_id, section_id, unit_no) SELECT $1, $2, g FROM generate_series(1, 10) g`, []any{e.ID, e.GA}},
-	}
-	for _, s := range stmts {
-		_, err := pool.Exec(ctx, s.sql, s.args...)
-		require.NoError(t, err, s.sql)
-	}
-	rows, err := pool.Query(ctx, `SELECT id::text FROM seats WHERE section_id = $1 ORDER BY number`, e.Seated)
-	require.NoError(t, err)
-	e.Seats, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return e
+	return fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
 }
 
 func user(id string) auth.User { return auth.User{ID: id} }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -18,12 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vikstrous/dataloadgen"
 
-	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/catalog"
-	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/demo"
 	"github.com/ticketing/ticketing/graph"
+	"github.com/ticketing/ticketing/internal/apptest"
 	"github.com/ticketing/ticketing/internal/testdb"
 	"github.com/ticketing/ticketing/resolvers"
 	"github.com/ticketing/ticketing/store"
@@ -49,18 +47,7 @@ type client struct {
 // newServer runs the real handler of `ticketing serve` on a fresh database.
 func newServer(t *testing.T) client {
 	t.Helper()
-	env := map[string]string{
-		"DATABASE_URL":     testdb.NewDatabase(t),
-		"REDIS_URL":        testdb.RedisURL(),
-		"JWT_HS256_SECRET": testSecret,
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	require.NoError(t, err)
-	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	t.Cleanup(a.Close)
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
+	srv := apptest.Serve(t, apptest.New(t, map[string]string{"JWT_HS256_SECRET": testSecret}))
 	return client{t, srv.URL + "/graphql"}
 }
 

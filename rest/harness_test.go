@@ -17,13 +17,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/config"
+	"github.com/ticketing/ticketing/internal/fixtures"
 	"github.com/ticketing/ticketing/internal/paysimtest"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
@@ -50,12 +50,8 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// event is a fixture event: a seated section of 10 seats (5000 EUR cents)
-// and a GA section of 10 units (2500).
-type event struct {
-	ID, Seated, GA string
-	Seats          []string
-}
+// event is a fixture event (fixtures.SmallEvent).
+type event = fixtures.Event
 
 // env is the real handler of `ticketing serve` (workers running) on a real
 // port, over its own database, with three events: on sale, queue-protected
@@ -75,9 +71,9 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	e := &env{t: t}
 	// Before app.New, so the search index's first build has them.
-	e.ev = createEvent(t, conn, "Gran Concierto", "false", "1 hour")
-	e.queued = createEvent(t, conn, "Queued Show", "true", "1 hour")
-	e.upcoming = createEvent(t, conn, "Later Show", "false", "-1 day")
+	e.ev = createEvent(t, conn, "Gran Concierto", false, "1 hour")
+	e.queued = createEvent(t, conn, "Queued Show", true, "1 hour")
+	e.upcoming = createEvent(t, conn, "Later Show", false, "-1 day")
 	conn.Close()
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -110,36 +106,9 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// createEvent writes a venue, its sections and seats, an event whose sale
-// started saleAgo ago, its prices and inventory.
-func createEvent(t *testing.T, conn *pgxpool.Pool, name, queued, saleAgo string) event {
-	ctx := context.Background()
-	venue := uuid.NewString()
-	e := event{ID: uuid.NewString(), Seated: uuid.NewString(), GA: uuid.NewString()}
-	stmts := []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'Hall', 'Street 1', 'Madrid', 'ES', 40.4, -3.7)`, []any{venue}},
-		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 1, 'Stalls', 'SEATED', 10)`, []any{e.Seated, venue}},
-		{`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 2, 'Floor', 'GENERAL_ADMISSION', 10)`, []any{e.GA, venue}},
-		{`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y)
-		  SELECT gen_random_uuid(), $1, 'A', 0, n, n, 0 FROM generate_series(1, 10) n`, []any{e.Seated}},
-		{`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds, queue_required)
-		  VALUES ($1, $2, $3, 'music', now() + interval '30 days', now() - $4::interval, 8, 600, $5::boolean)`, []any{e.ID, venue, name, saleAgo, queued}},
-		{`INSERT INTO event_prices VALUES ($1, $2, 5000, 'EUR'), ($1, $3, 2500, 'EUR')`, []any{e.ID, e.Seated, e.GA}},
-		{`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2 ORDER BY number`, []any{e.ID, e.Seated}},
-		{`INSERT INTO inventory (event_id, section_id, unit_no) SELECT $1, $2, g FROM generate_series(1, 10) g`, []any{e.ID, e.GA}},
-	}
-	for _, s := range stmts {
-		_, err := conn.Exec(ctx, s.sql, s.args...)
-		require.NoError(t, err, s.sql)
-	}
-	rows, err := conn.Query(ctx, `SELECT id::text FROM seats WHERE section_id = $1 ORDER BY number`, e.Seated)
-	require.NoError(t, err)
-	e.Seats, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return e
+// createEvent writes a fixture event whose sale started saleAgo ago.
+func createEvent(t *testing.T, pool *pgxpool.Pool, name string, queued bool, saleAgo string) event {
+	return fixtures.SmallEvent(t, pool, fixtures.EventOptions{Name: name, Queued: queued, SaleAgo: saleAgo})
 }
 
 // token mints a bearer token for a fresh user named after who.

@@ -1,0 +1,47 @@
+// Package apptest builds the real App of `ticketing serve` for tests, on a
+// fresh database and the test Redis, configured through the same
+// environment variables as production.
+package apptest
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/config"
+	"github.com/ticketing/ticketing/internal/testdb"
+)
+
+// New returns an App configured by env; DATABASE_URL (a fresh database),
+// REDIS_URL and SEARCH_DIR (a temp dir) are filled in when absent. The App
+// is closed when the test ends.
+func New(t testing.TB, env map[string]string) *app.App {
+	t.Helper()
+	defaults := map[string]string{"REDIS_URL": testdb.RedisURL(), "SEARCH_DIR": t.TempDir()}
+	if env["DATABASE_URL"] == "" {
+		defaults["DATABASE_URL"] = testdb.NewDatabase(t)
+	}
+	get := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return defaults[k]
+	}
+	cfg, err := config.Load(get)
+	require.NoError(t, err)
+	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	return a
+}
+
+// Serve runs a's handler on a real loopback port until the test ends.
+func Serve(t testing.TB, a *app.App) *httptest.Server {
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
