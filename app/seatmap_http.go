@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"net/http"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/ticketing/ticketing/outbox"
+	"github.com/ticketing/ticketing/search"
 	"github.com/ticketing/ticketing/seatmap"
 	"github.com/ticketing/ticketing/transport/wsgorilla"
 )
@@ -25,10 +27,21 @@ func (a *App) initSeatMap(prefix string) {
 	})
 }
 
-// runRelay publishes the outbox to the seat map and to a.Projections (the
-// search projection) until ctx ends. Any number of instances may run it.
+// runRelay publishes the outbox to the seat map until ctx ends, and feeds
+// a.Projections (the search projection) through search_pending: the relay's
+// batch only records the events that changed (outbox.PendingSink) and a
+// search.PendingIndexer, woken after each batch, hands them to the
+// projections apart from the relay, so a slow index never delays the seat
+// map. Any number of instances may run it.
 func (a *App) runRelay(ctx context.Context) {
-	sinks := append([]outbox.Sink{a.SeatMap}, a.Projections...)
+	sinks := []outbox.Sink{a.SeatMap}
+	if len(a.Projections) > 0 {
+		idx := search.NewPendingIndexer(a.Store, a.applyProjections, a.Log)
+		sinks = append(sinks, outbox.PendingSink(a.Store, idx.Wake))
+		done := make(chan struct{})
+		go func() { defer close(done); idx.Run(ctx) }()
+		defer func() { <-done }()
+	}
 	// The relay holds one transaction per partition while its sinks publish,
 	// and the sinks read Postgres too (GA recounts, search documents): on
 	// one shared pool, busy partitions could take every connection and wait
@@ -50,6 +63,21 @@ func (a *App) runRelay(ctx context.Context) {
 	defer pool.Close()
 	r := outbox.New(pool, cfg, sinks...)
 	_ = r.Run(ctx)
+}
+
+// applyProjections passes changed events to a.Projections as the rows they
+// read (ProjectorSink and the search follower need only the event ids).
+func (a *App) applyProjections(ctx context.Context, eventIDs []string) error {
+	rows := make([]outbox.Row, len(eventIDs))
+	for i := range eventIDs {
+		rows[i] = outbox.Row{EventID: &eventIDs[i], Topic: outbox.TopicCatalog}
+	}
+	for _, p := range a.Projections {
+		if err := p.Publish(ctx, rows); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mountSeatMap serves GET /api/events/{eventId}/seatmap/stream (SSE; the

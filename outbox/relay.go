@@ -45,6 +45,16 @@ type Sink interface {
 	Publish(ctx context.Context, rows []Row) error
 }
 
+// TxSink is a Sink whose effect is a write in the relay's batch transaction
+// (tx): it commits or rolls back with the deletion of the rows, so nothing is
+// lost on a crash and nothing slow runs in the batch. Committed, if set, is
+// called after each commit of a batch that PublishTx saw.
+type TxSink interface {
+	Sink
+	PublishTx(ctx context.Context, tx *store.Store, rows []Row) error
+	Committed()
+}
+
 // SinkFunc adapts a function to Sink.
 type SinkFunc func(ctx context.Context, rows []Row) error
 
@@ -300,7 +310,13 @@ func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
 			return err
 		}
 		for _, s := range r.sinks {
-			if err := s.Publish(ctx, batch); err != nil {
+			var err error
+			if ts, ok := s.(TxSink); ok {
+				err = ts.PublishTx(ctx, tx, batch)
+			} else {
+				err = s.Publish(ctx, batch)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -316,6 +332,13 @@ func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
 	})
 	if err != nil {
 		return 0, false, err
+	}
+	if len(rows) > 0 {
+		for _, s := range r.sinks {
+			if ts, ok := s.(TxSink); ok {
+				ts.Committed()
+			}
+		}
 	}
 	for _, row := range rows {
 		r.published.WithLabelValues(row.Topic).Inc()
@@ -357,4 +380,37 @@ func ProjectorSink(p Projector) Sink {
 		}
 		return p.Apply(ctx, ids)
 	})
+}
+
+// PendingSink records the events of 'catalog' and 'inventory' rows in
+// search_pending, in the relay's transaction (one statement per batch), for
+// an indexer that runs apart from the relay (search.PendingIndexer): a slow
+// search index no longer delays the batches, and with them the seat map.
+// wake (may be nil) is called after the batch commits. Publish, for use
+// outside a relay, writes in a transaction of its own over st.
+func PendingSink(st *store.Store, wake func()) TxSink {
+	return &pendingSink{st: st, wake: wake}
+}
+
+type pendingSink struct {
+	st   *store.Store
+	wake func()
+}
+
+func (p *pendingSink) PublishTx(ctx context.Context, tx *store.Store, rows []Row) error {
+	return tx.SearchPendingAdd(ctx, EventIDs(rows, TopicCatalog, TopicInventory))
+}
+
+func (p *pendingSink) Publish(ctx context.Context, rows []Row) error {
+	if err := p.PublishTx(ctx, p.st, rows); err != nil {
+		return err
+	}
+	p.Committed()
+	return nil
+}
+
+func (p *pendingSink) Committed() {
+	if p.wake != nil {
+		p.wake()
+	}
 }
