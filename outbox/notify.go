@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -16,6 +17,11 @@ import (
 // tiny transaction after the business commit, and kicks that arrive while one
 // is in flight are coalesced into the next, so relays still wake within a
 // round trip and polling stays only a safety net.
+//
+// The NOTIFY goes over a connection of its own, opened with the pool's
+// settings: on the shared pool it queued behind the very transactions it
+// announces (a storm of holds keeps every connection busy), and the relays
+// fell back to their once-a-second poll.
 type Notifier struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
@@ -39,8 +45,16 @@ func (n *Notifier) Kick() {
 	}
 }
 
+const sqlNotify = `SELECT pg_notify('outbox', '')`
+
 // Run sends the notifications until ctx ends.
 func (n *Notifier) Run(ctx context.Context) {
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -48,7 +62,25 @@ func (n *Notifier) Run(ctx context.Context) {
 		case <-n.kick:
 		}
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if _, err := n.pool.Exec(c, `SELECT pg_notify('outbox', '')`); err != nil && ctx.Err() == nil {
+		if conn == nil {
+			var err error
+			if conn, err = pgx.ConnectConfig(c, n.pool.Config().ConnConfig.Copy()); err != nil {
+				conn = nil
+			}
+		}
+		var err error
+		if conn != nil {
+			if _, err = conn.Exec(c, sqlNotify); err != nil {
+				_ = conn.Close(context.WithoutCancel(ctx))
+				conn = nil
+			}
+		}
+		if conn == nil {
+			// No connection of its own right now: the pool, and a new
+			// connection at the next kick.
+			_, err = n.pool.Exec(c, sqlNotify)
+		}
+		if err != nil && ctx.Err() == nil {
 			// The relays' polling picks the rows up anyway.
 			n.log.Warn("outbox notify", "err", err)
 		}
