@@ -1,14 +1,15 @@
 // Package holds decides who gets a seat: one short Postgres transaction per
 // hold (a conditional transition of inventory rows, judged by the database
 // clock), with optional Redis leases in front that only filter contention.
-// The transaction is one statement, hold_create (migrations/00010_hold_fn.sql):
-// one round trip instead of five, with the same steps, locks and constraints.
+// The transaction is one statement, hold_create (migrations/00010_hold_fn.sql,
+// rewritten with fewer writes per hold in 00013): one round trip.
 //
-// Idempotency: createHold claims (owner, "createHold", key) in the same
-// transaction as the hold. A retry with the same arguments returns the stored
-// hold with its current status (even EXPIRED); other arguments get
-// apperr.ErrIdempotencyKeyReused; a concurrent duplicate waits on the key row
-// and then reads the first result. A failed attempt (SEAT_UNAVAILABLE,
+// Idempotency: the hold row carries (owner, key) (unique) and the hash of the
+// arguments, written in the same transaction as the hold. A retry with the
+// same arguments returns the stored hold with its current status (even
+// EXPIRED); other arguments get apperr.ErrIdempotencyKeyReused; a concurrent
+// duplicate waits on the per-(user, event) lock and then reads the first
+// result. A failed attempt (SEAT_UNAVAILABLE,
 // HOLD_LIMIT_EXCEEDED, ...) rolls back with its key, so the key is free for
 // another try.
 package holds

@@ -3,6 +3,7 @@ package holds_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -488,6 +489,41 @@ func TestIdempotency(t *testing.T) {
 		assert.Equal(t, ids[0], id)
 	}
 	assert.Equal(t, 1, count(t, e.pool, `SELECT count(*) FROM holds WHERE owner = 'user-4'`))
+
+	// One key, concurrently, for two events (which do not share the
+	// per-(user, event) lock): one hold; every other request reads it back
+	// (replay) or is refused as a reuse, never a second hold or an error.
+	ev2 := createEvent(t, e.pool, eventSpec{})
+	for round := range 5 {
+		key := fmt.Sprintf("cross-event-%d", round)
+		var created, reused atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				target := ev
+				if i%2 == 1 {
+					target = ev2
+				}
+				r := seatsReq(target, target.AllSeat[10+round])
+				r.IdempotencyKey = key
+				_, err := e.svc.Create(ctx, user(5), r)
+				switch {
+				case err == nil:
+					created.Add(1)
+				case errors.Is(err, apperr.ErrIdempotencyKeyReused):
+					reused.Add(1)
+				default:
+					t.Errorf("round %d: %v", round, err)
+				}
+			}()
+		}
+		wg.Wait()
+		assert.Equal(t, 1, count(t, e.pool, `SELECT count(*) FROM holds WHERE owner = 'user-5' AND idempotency_key = $1`, key))
+		assert.Equal(t, int32(5), reused.Load(), "round %d: the other event's requests are reuses", round)
+		assert.Equal(t, int32(5), created.Load(), "round %d: the winning event's requests are the hold or its replays", round)
+	}
 }
 
 // The schema itself refuses a double active hold and a double sale.

@@ -21,6 +21,13 @@
 --    written. The order (inventory id) is the one every multi-row locker of
 --    inventory uses (release, sale), so deadlock freedom is unchanged.
 --
+-- 3. The createHold idempotency key lives on the hold row (holds.
+--    idempotency_key, request_hash, unique per owner) instead of a separate
+--    idempotency_keys row: one heap tuple and one index entry fewer per
+--    hold. The unused holds_event_owner index goes too (the hold limit counts
+--    inventory rows). A duplicate request still waits for the first: the key
+--    is looked up after the per-(user, event) advisory lock.
+--
 -- The function keeps its signature and its outcomes, so the Go side is
 -- unchanged.
 -- +goose Up
@@ -28,6 +35,15 @@ ALTER TABLE holds DROP CONSTRAINT holds_event_id_fkey;
 ALTER TABLE hold_items DROP CONSTRAINT hold_items_section_id_fkey,
                        DROP CONSTRAINT hold_items_seat_id_fkey,
                        DROP CONSTRAINT hold_items_event_id_inventory_id_fkey;
+
+ALTER TABLE holds ADD COLUMN idempotency_key text CHECK (idempotency_key <> ''),
+                  ADD COLUMN request_hash bytea;
+UPDATE holds h SET idempotency_key = k.key, request_hash = k.request_hash
+FROM idempotency_keys k
+WHERE k.operation = 'createHold' AND k.resource_id = h.id AND k.owner = h.owner;
+DELETE FROM idempotency_keys WHERE operation = 'createHold';
+CREATE UNIQUE INDEX holds_owner_key ON holds (owner, idempotency_key);
+DROP INDEX holds_event_owner;
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION hold_create(
@@ -57,26 +73,30 @@ BEGIN
     FOREACH v_q IN ARRAY coalesce(p_ga_qty, '{}') LOOP
         v_qty := v_qty + v_q;
     END LOOP;
-    -- 1. The idempotency key, first: a concurrent duplicate waits here for
-    -- this transaction and then reads its result.
-    INSERT INTO idempotency_keys (owner, operation, key, request_hash, resource_id)
-    VALUES (p_owner, 'createHold', p_key, p_hash, p_hold)
-    ON CONFLICT (owner, operation, key) DO NOTHING;
-    IF NOT FOUND THEN
-        SELECT k.request_hash, k.resource_id INTO v_prev FROM idempotency_keys k
-        WHERE k.owner = p_owner AND k.operation = 'createHold' AND k.key = p_key;
+    -- 1. One user's holds of one event run one at a time (the limit below
+    -- is then exact, and a concurrent duplicate of this request waits here
+    -- for this transaction).
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_event::text || ':' || p_owner, 0));
+
+    -- 2. The idempotency key, kept on the hold itself: a new statement after
+    -- the lock, so it sees a duplicate that committed while we waited. Two
+    -- requests with one key for different events do not share the lock;
+    -- the second fails on holds_owner_key and the caller runs it again
+    -- (it then reads 'reused').
+    SELECT h.id, h.request_hash INTO v_prev FROM holds h
+    WHERE h.owner = p_owner AND h.idempotency_key = p_key;
+    IF FOUND THEN
         o_outcome := CASE WHEN v_prev.request_hash = p_hash THEN 'replay' ELSE 'reused' END;
-        o_resource := v_prev.resource_id;
+        o_resource := v_prev.id;
         RETURN;
     END IF;
 
-    -- 2. One user's holds of one event run one at a time (the limit below
-    -- is then exact), the event's conditions by the database clock.
+    -- 3. The event's conditions by the database clock.
     SELECT e.max_tickets_per_user AS max_tickets, e.queue_required,
            e.sale_starts_at <= now() AND (e.sale_ends_at IS NULL OR now() < e.sale_ends_at) AS sale_open,
            now() + make_interval(secs => e.hold_duration_seconds) AS expires_at
     INTO ev
-    FROM (SELECT pg_advisory_xact_lock(hashtextextended(p_event::text || ':' || p_owner, 0))) l, events e
+    FROM events e
     WHERE e.id = p_event;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'event_not_found';
@@ -87,8 +107,7 @@ BEGIN
     IF ev.queue_required AND NOT p_admitted THEN
         RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'queue_admission_required';
     END IF;
-    -- A new statement after the lock: it sees every hold committed by the
-    -- user's earlier transactions.
+    -- It sees every hold committed by the user's earlier transactions.
     SELECT count(*) INTO v_count FROM inventory
     WHERE event_id = p_event AND owner = p_owner
       AND (status = 'SOLD' OR (status = 'HELD' AND expires_at > now()));
@@ -96,7 +115,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'hold_limit', DETAIL = ev.max_tickets::text;
     END IF;
 
-    -- 3. Explicit seats, all holdable or none: each row is taken by its own
+    -- 4. Explicit seats, all holdable or none: each row is taken by its own
     -- conditional UPDATE, one at a time in id order (the order every
     -- multi-row locker of inventory uses: no deadlock whatever order the
     -- client listed them in). The UPDATE locks and writes the row at once;
@@ -132,7 +151,7 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- 4. Best available: candidates locked with SKIP LOCKED, so concurrent
+    -- 5. Best available: candidates locked with SKIP LOCKED, so concurrent
     -- buyers pick different seats instead of queueing; a run partly taken
     -- meanwhile is excluded and the pick retried.
     IF coalesce(p_best_qty, 0) > 0 THEN
@@ -208,7 +227,7 @@ BEGIN
         END IF;
     END IF;
 
-    -- 5. General admission: unit rows picked FOR UPDATE SKIP LOCKED
+    -- 6. General admission: unit rows picked FOR UPDATE SKIP LOCKED
     -- (AVAILABLE first, in index order), so buyers of a hot floor take
     -- different units instead of queueing on one row. The CTE is
     -- materialised: an IN (subquery LIMIT) may be re-scanned and take more.
@@ -233,7 +252,7 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- 6. The hold, its items with the prices captured now, and the outbox
+    -- 7. The hold, its items with the prices captured now, and the outbox
     -- message, from the rows this transaction HELD. Item periods start at
     -- clock_timestamp(), after the commit of any cancellation this
     -- transaction waited for, so a cancelled item's cut period never
@@ -255,8 +274,8 @@ BEGIN
         SELECT coalesce(jsonb_agg(jsonb_build_object('sectionId', section_id, 'version', version)), '[]') AS j
         FROM (SELECT section_id, max(version) AS version FROM u WHERE seat_id IS NULL GROUP BY section_id) g
     ), h AS (
-        INSERT INTO holds (id, event_id, owner, status, expires_at, total_amount, currency)
-        SELECT p_hold, p_event, p_owner, 'ACTIVE', ev.expires_at, s.total, s.currency FROM s
+        INSERT INTO holds (id, event_id, owner, status, expires_at, total_amount, currency, idempotency_key, request_hash)
+        SELECT p_hold, p_event, p_owner, 'ACTIVE', ev.expires_at, s.total, s.currency, p_key, p_hash FROM s
         RETURNING created_at
     ), hi AS (
         INSERT INTO hold_items (hold_id, event_id, inventory_id, section_id, seat_id, price_amount, currency, period)
@@ -283,6 +302,12 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+INSERT INTO idempotency_keys (owner, operation, key, request_hash, resource_id, created_at)
+SELECT owner, 'createHold', idempotency_key, request_hash, id, created_at FROM holds
+WHERE idempotency_key IS NOT NULL;
+DROP INDEX holds_owner_key;
+ALTER TABLE holds DROP COLUMN idempotency_key, DROP COLUMN request_hash;
+CREATE INDEX holds_event_owner ON holds (event_id, owner);
 ALTER TABLE holds ADD CONSTRAINT holds_event_id_fkey FOREIGN KEY (event_id) REFERENCES events (id);
 ALTER TABLE hold_items ADD CONSTRAINT hold_items_section_id_fkey FOREIGN KEY (section_id) REFERENCES sections (id),
                        ADD CONSTRAINT hold_items_seat_id_fkey FOREIGN KEY (seat_id) REFERENCES seats (id),

@@ -73,8 +73,8 @@ func (s *Store) HoldEvent(ctx context.Context, eventID string) (HoldEvent, error
 	return e, wrap("hold event", err)
 }
 
-// CreateHoldArgs is one createHold decision for hold_create (migration
-// 00010). Slices may be empty; BestQty 0 means no best-available part.
+// CreateHoldArgs is one createHold decision for hold_create (migrations
+// 00010 and 00013). Slices may be empty; BestQty 0 means no best-available part.
 type CreateHoldArgs struct {
 	Owner, Key string
 	Hash       []byte
@@ -149,10 +149,19 @@ func (s *Store) CreateHold(ctx context.Context, a CreateHoldArgs) (CreateHoldRes
 	if qty == nil {
 		qty = []int32{}
 	}
-	err := s.db.QueryRow(ctx, sqlCreateHold, a.Owner, a.Key, a.Hash, a.HoldID, a.EventID, nonNil(a.SeatIDs),
-		a.BestQty, a.BestSection, a.BestAdjacent, a.BestRetries, nonNil(a.GASections), qty, a.Admitted).
-		Scan(&r.Outcome, &resource, &expires, &created, &total, &currency, &r.SeatIDs)
+	call := func() error {
+		return s.db.QueryRow(ctx, sqlCreateHold, a.Owner, a.Key, a.Hash, a.HoldID, a.EventID, nonNil(a.SeatIDs),
+			a.BestQty, a.BestSection, a.BestAdjacent, a.BestRetries, nonNil(a.GASections), qty, a.Admitted).
+			Scan(&r.Outcome, &resource, &expires, &created, &total, &currency, &r.SeatIDs)
+	}
+	err := call()
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "holds_owner_key" {
+		// The same key, committed meanwhile by a request for another event
+		// (which did not share our per-(user, event) lock): nothing of ours
+		// was written; run again, and read it as 'reused' or 'replay'.
+		err = call()
+	}
 	if errors.As(err, &pgErr) && pgErr.Code == "TKH00" {
 		e := &HoldRefusedError{Reason: pgErr.Message, IDs: []string{}}
 		if e.Reason == "hold_limit" {
