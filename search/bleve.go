@@ -29,7 +29,7 @@ import (
 
 // bleveSchema names the mapping below; an index built with another one is
 // rebuilt at open.
-const bleveSchema = "events-v2"
+const bleveSchema = "events-v3"
 
 // Analyzer names of the embedded index.
 const (
@@ -61,6 +61,14 @@ type Bleve struct {
 
 	statsOnce sync.Once
 	stats     *ttlCache[searchStats]
+
+	// view answers searches without text (view.go); nil until loaded.
+	view  *view
+	keyOf func(string) string // the anKey analysis of a value
+	// noView answers every search with the index (tests compare the two).
+	noView bool
+	// separateCounts counts facets in a pass of their own (tests compare).
+	separateCounts bool
 }
 
 // searchStats are the counts of a whole result set.
@@ -120,6 +128,14 @@ func OpenBleve(dir string, reset bool) (*Bleve, error) {
 		}
 		return out
 	}
+	ak := idx.Mapping().AnalyzerNamed(anKey)
+	b.keyOf = func(s string) string {
+		ts := ak.Analyze([]byte(s))
+		if len(ts) == 0 {
+			return ""
+		}
+		return string(ts[0].Term)
+	}
 	if b.versions, err = b.scanVersions(); err != nil {
 		_ = idx.Close()
 		return nil, err
@@ -149,9 +165,10 @@ func bleveMapping() (*mapping.IndexMappingImpl, error) {
 		f.Name, f.Analyzer, f.Store, f.IncludeInAll, f.IncludeTermVectors, f.DocValues = name, analyzer, false, false, false, false
 		return f
 	}
+	// docValues fields are also stored: the view is loaded from them at open.
 	keyword := func(name string, docValues bool) *mapping.FieldMapping {
 		f := bleve.NewKeywordFieldMapping()
-		f.Name, f.Store, f.IncludeInAll, f.IncludeTermVectors, f.DocValues = name, false, false, false, docValues
+		f.Name, f.Store, f.IncludeInAll, f.IncludeTermVectors, f.DocValues = name, docValues, false, false, docValues
 		return f
 	}
 	// stored only (read back for distances and catch-up), never queried.
@@ -199,13 +216,15 @@ func sortKey(startsAt time.Time, id string) string {
 	return startsAt.UTC().Format(sortLayout) + "|" + id
 }
 
-// scanVersions reads the version of every indexed document.
+// scanVersions reads the version of every indexed document and loads the
+// view from the stored fields.
 func (b *Bleve) scanVersions() (map[string]int64, error) {
 	out := map[string]int64{}
+	var docs []viewDoc
 	var after []string
 	for {
 		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), 10000, 0, false)
-		req.Fields = []string{"version"}
+		req.Fields = []string{"version", "sort", "city_facet", "category_facet", "lat", "lon"}
 		req.SortBy([]string{"_id"})
 		req.Score = bleve.ScoreNone
 		if after != nil {
@@ -218,12 +237,37 @@ func (b *Bleve) scanVersions() (map[string]int64, error) {
 		for _, h := range res.Hits {
 			v, _ := h.Fields["version"].(float64)
 			out[h.ID] = int64(v)
+			key, _ := h.Fields["sort"].(string)
+			city, _ := h.Fields["city_facet"].(string)
+			cat, _ := h.Fields["category_facet"].(string)
+			lat, _ := h.Fields["lat"].(float64)
+			lon, _ := h.Fields["lon"].(float64)
+			at, _, _ := strings.Cut(key, "|")
+			t, err := time.Parse(sortLayout, at)
+			if err != nil {
+				return nil, fmt.Errorf("search: scan versions: document %s has no sort key", h.ID)
+			}
+			docs = append(docs, b.viewDoc(h.ID, t, city, cat, lat, lon))
 		}
 		if len(res.Hits) < 10000 {
+			b.view = newView()
+			b.view.apply(docs, nil)
 			return out, nil
 		}
 		after = []string{res.Hits[len(res.Hits)-1].ID}
 	}
+}
+
+// viewDoc is the view's input for a document.
+func (b *Bleve) viewDoc(id string, startsAt time.Time, city, category string, lat, lon float64) viewDoc {
+	return viewDoc{ID: id, Key: sortKey(startsAt, id), At: startsAt.UTC().UnixNano(),
+		CityKey: b.keyOf(city), CatKey: b.keyOf(category), CityFacet: city, CatFacet: category, Lat: lat, Lon: lon}
+}
+
+// validSortTime reports whether s is the time part of a sort key.
+func validSortTime(s string) bool {
+	_, err := time.Parse(sortLayout, s)
+	return err == nil
 }
 
 func bleveDoc(d Document) map[string]any {
@@ -266,6 +310,7 @@ func (b *Bleve) Index(ctx context.Context, docs []Document) error {
 	defer b.mu.Unlock()
 	batch := b.idx.NewBatch()
 	applied := map[string]int64{}
+	var vdocs []viewDoc
 	for _, d := range docs {
 		if v, ok := b.versions[d.ID]; ok && v > d.Version {
 			continue
@@ -281,6 +326,7 @@ func (b *Bleve) Index(ctx context.Context, docs []Document) error {
 			return fmt.Errorf("search: index %s: %w", d.ID, err)
 		}
 		applied[d.ID] = d.Version
+		vdocs = append(vdocs, b.viewDoc(d.ID, d.StartsAt, d.City, d.Category, d.Lat, d.Lon))
 	}
 	if batch.Size() == 0 {
 		return nil
@@ -291,6 +337,7 @@ func (b *Bleve) Index(ctx context.Context, docs []Document) error {
 	for id, v := range applied {
 		b.versions[id] = v
 	}
+	b.view.apply(vdocs, nil)
 	return nil
 }
 
@@ -308,6 +355,7 @@ func (b *Bleve) Delete(ctx context.Context, ids []string) error {
 	for _, id := range ids {
 		delete(b.versions, id)
 	}
+	b.view.apply(nil, ids)
 	return nil
 }
 
@@ -464,10 +512,23 @@ func match(text query.Query, filters ...query.Query) query.Query {
 	return bq
 }
 
+// matchDates is text restricted by filters and startsAt in [from, to).
+func (b *Bleve) matchDates(text query.Query, filters []query.Query, from, to time.Time) query.Query {
+	return match(text, append(filters[:len(filters):len(filters)], dateRange(from, to))...)
+}
+
 var sortByKey = &bsearch.SortField{Field: "sort", Type: bsearch.SortFieldAsString}
 
 // Search answers a normalised query.
 func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
+	if viewable(q) && !b.noView {
+		return b.view.search(q, b.folding)
+	}
+	return b.searchIndex(ctx, q)
+}
+
+// searchIndex answers q with the Bleve index.
+func (b *Bleve) searchIndex(ctx context.Context, q Query) (Result, error) {
 	var text query.Query
 	if q.Text != "" {
 		text = b.textQuery(q.Text)
@@ -511,7 +572,7 @@ func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
 		}
 		out.Total, out.Categories, out.Cities = st.total, st.categories, st.cities
 	} else {
-		req := bleve.NewSearchRequestOptions(match(text, append(filters, dateRange(q.From, q.To))...), q.First+1, 0, false)
+		req := bleve.NewSearchRequestOptions(b.matchDates(text, filters, q.From, q.To), q.First+1, 0, false)
 		req.Sort = order
 		if q.Sort == SortDistance {
 			req.Score = bleve.ScoreNone
@@ -520,17 +581,34 @@ func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
 		if after != nil {
 			req.SetSearchAfter(after)
 		}
+		// facets: counted in the same pass as the page (one evaluation of
+		// the text query), unless fresh counts are cached
+		var cached *searchStats
+		if q.Facets {
+			if st, ok := b.cachedStats(q); ok && !b.separateCounts {
+				cached = &st
+			} else if !b.separateCounts {
+				addFacets(req)
+			}
+		}
 		res, err := b.idx.SearchInContext(ctx, req)
 		if err != nil {
 			return Result{}, fmt.Errorf("search: bleve: %w", err)
 		}
 		hits, out.Total = res.Hits, int(res.Total)
-		if q.Facets {
+		switch {
+		case !q.Facets:
+		case b.separateCounts:
 			st, err := b.counts(ctx, q, text, filters)
 			if err != nil {
 				return Result{}, err
 			}
 			out.Categories, out.Cities = st.categories, st.cities
+		case cached != nil:
+			out.Categories, out.Cities = cached.categories, cached.cities
+		default:
+			out.Categories, out.Cities = bleveFacet(res.Facets["categories"]), bleveFacet(res.Facets["cities"])
+			b.putStats(q, searchStats{total: out.Total, categories: out.Categories, cities: out.Cities})
 		}
 	}
 	if len(hits) > q.First {
@@ -618,6 +696,13 @@ func (b *Bleve) counts(ctx context.Context, q Query, text query.Query, filters [
 	if b.StatsTTL < 0 {
 		return b.count(ctx, q, text, filters)
 	}
+	b.initStats()
+	return b.stats.get(ctx, statsKey(q), q.From, 2*time.Second, func(ctx context.Context) (searchStats, error) {
+		return b.count(ctx, q, text, filters)
+	})
+}
+
+func (b *Bleve) initStats() {
 	b.statsOnce.Do(func() {
 		ttl := b.StatsTTL
 		if ttl == 0 {
@@ -625,24 +710,48 @@ func (b *Bleve) counts(ctx context.Context, q Query, text query.Query, filters [
 		}
 		b.stats = newTTLCache[searchStats](ttl)
 	})
+}
+
+// statsKey identifies the result set of q (not its order or page).
+func statsKey(q Query) string {
 	k := q
 	k.From, k.Sort, k.First, k.After, k.Near = time.Time{}, "", 0, "", nil
 	key := fmt.Sprintf("%#v", k)
 	if q.Near != nil {
 		key += fmt.Sprint(*q.Near)
 	}
-	return b.stats.get(ctx, key, q.From, 2*time.Second, func(ctx context.Context) (searchStats, error) {
-		return b.count(ctx, q, text, filters)
-	})
+	return key
+}
+
+// cachedStats returns fresh cached counts of q's result set, if any.
+func (b *Bleve) cachedStats(q Query) (searchStats, bool) {
+	if b.StatsTTL < 0 {
+		return searchStats{}, false
+	}
+	b.initStats()
+	return b.stats.peek(statsKey(q), q.From)
+}
+
+// putStats caches counts of q's result set counted with a page.
+func (b *Bleve) putStats(q Query, st searchStats) {
+	if b.StatsTTL < 0 {
+		return
+	}
+	b.initStats()
+	b.stats.put(statsKey(q), q.From, st)
+}
+
+func addFacets(req *bleve.SearchRequest) {
+	req.AddFacet("categories", bleve.NewFacetRequest("category_facet", 50))
+	req.AddFacet("cities", bleve.NewFacetRequest("city_facet", 50))
 }
 
 // count counts q's result set (and its facets if asked).
 func (b *Bleve) count(ctx context.Context, q Query, text query.Query, filters []query.Query) (searchStats, error) {
-	req := bleve.NewSearchRequestOptions(match(text, append(filters[:len(filters):len(filters)], dateRange(q.From, q.To))...), 0, 0, false)
+	req := bleve.NewSearchRequestOptions(b.matchDates(text, filters, q.From, q.To), 0, 0, false)
 	req.Score = bleve.ScoreNone
 	if q.Facets {
-		req.AddFacet("categories", bleve.NewFacetRequest("category_facet", 50))
-		req.AddFacet("cities", bleve.NewFacetRequest("city_facet", 50))
+		addFacets(req)
 	}
 	res, err := b.idx.SearchInContext(ctx, req)
 	if err != nil {

@@ -97,6 +97,54 @@ func (c *ttlCache[V]) get(ctx context.Context, key string, from time.Time, timeo
 	}
 }
 
+// peek returns the value of (key, from) if one younger than ttl is ready.
+func (c *ttlCache[V]) peek(key string, from time.Time) (V, bool) {
+	var zero V
+	if c == nil || c.ttl <= 0 {
+		return zero, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[key]
+	if e == nil {
+		return zero, false
+	}
+	if d := from.Sub(e.from); d < -c.ttl || d > c.ttl {
+		return zero, false
+	}
+	select {
+	case <-e.done:
+		if e.err == nil && time.Since(e.at) < c.ttl {
+			return e.v, true
+		}
+	default:
+	}
+	return zero, false
+}
+
+// put stores v as the value of (key, from), computed now, unless a
+// computation of key is in flight.
+func (c *ttlCache[V]) put(key string, from time.Time, v V) {
+	if c == nil || c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[key]; e != nil {
+		select {
+		case <-e.done:
+		default:
+			return
+		}
+	}
+	if len(c.m) >= maxCacheEntries {
+		c.sweep(time.Now())
+	}
+	done := make(chan struct{})
+	close(done)
+	c.m[key] = &cacheEntry[V]{done: done, at: time.Now(), from: from, v: v}
+}
+
 // refresh computes old's replacement in the background.
 func (c *ttlCache[V]) refresh(key string, old *cacheEntry[V], from time.Time, timeout time.Duration,
 	compute func(ctx context.Context) (V, error)) {
