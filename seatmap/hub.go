@@ -14,17 +14,6 @@ import (
 // messages are lost while its connection reconnects).
 const safetyPoll = 2 * time.Second
 
-// Backpressure: a hub does not send a frame while most of the subscribers
-// it handed the previous one to last have not taken it yet. With thousands
-// of subscribers one frame costs the fan-out more CPU than the coalescing
-// window lasts; sending the next one anyway only queues it behind the first
-// and doubles the writes, where waiting merges it with what follows.
-const (
-	tailSample = 16                     // subscribers sampled (the last delivered to)
-	busyPoll   = 5 * time.Millisecond   // how often a held frame looks again
-	maxHold    = 500 * time.Millisecond // longest wait for the previous frame
-)
-
 // hub fans one event's stream out to this instance's subscribers.
 type hub struct {
 	s       *Service
@@ -42,18 +31,12 @@ type hub struct {
 	// Used by the hub goroutine only: the newest version broadcast per seat
 	// and GA section, so a redelivered change is not sent again.
 	seenSeats, seenGA map[string]int64
-
-	// tail holds the last subscribers the previous frame was handed to
-	// (guarded by mu).
-	tail []*subscriber
 }
 
 // subscriber is one viewer. Until live, frames wait in pending (bounded by
 // the same buffer) while its catch-up is sent; send never blocks.
 type subscriber struct {
-	send func(*Update) bool
-	// backlog is the number of frames handed over but not taken yet.
-	backlog func() int
+	send    func(*Update) bool
 	close   func()
 	live    bool
 	closed  bool
@@ -213,8 +196,6 @@ func (h *hub) run() {
 			if flush == nil {
 				if wait := s.cfg.Coalesce - time.Since(last); wait > 0 {
 					flush = time.After(wait)
-				} else if h.busy() {
-					flush = time.After(busyPoll)
 				} else {
 					last = time.Now()
 					h.flush(ctx)
@@ -225,10 +206,6 @@ func (h *hub) run() {
 				h.flush(ctx)
 			}
 		case <-flush:
-			if time.Since(last) < maxHold && h.busy() {
-				flush = time.After(busyPoll)
-				continue
-			}
 			flush = nil
 			last = time.Now()
 			h.flush(ctx)
@@ -327,36 +304,9 @@ func (h *hub) flush(ctx context.Context) {
 	}
 	s.m.frames.Inc()
 	s.m.coalesced.Add(float64(entries - 1))
-	h.tail = h.tail[:0]
-	i := 0
 	for sub := range h.subs {
 		s.deliverLocked(h, sub, u)
-		if len(h.tail) < tailSample {
-			h.tail = append(h.tail, sub)
-		} else {
-			h.tail[i%tailSample] = sub
-		}
-		i++
 	}
-}
-
-// busy reports whether most of the subscribers sampled at the previous
-// frame have not taken it yet (one slow subscriber does not hold the others
-// back: it is cut off when its buffer is full).
-func (h *hub) busy() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	waiting, live := 0, 0
-	for _, sub := range h.tail {
-		if sub.closed || !sub.live || sub.backlog == nil {
-			continue
-		}
-		live++
-		if sub.backlog() > 0 {
-			waiting++
-		}
-	}
-	return waiting*2 > live
 }
 
 // replay merges the stream entries in (from, to] into frames (one per page).
