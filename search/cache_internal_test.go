@@ -63,3 +63,35 @@ func TestTTLCache(t *testing.T) {
 	b, _ := off.get(ctx, "k", now, time.Second, compute)
 	require.Equal(t, a+1, b)
 }
+
+func TestTTLCachePeekPut(t *testing.T) {
+	c := newTTLCache[int](100 * time.Millisecond)
+	from := time.Now()
+	_, ok := c.peek("k", from)
+	require.False(t, ok)
+	c.put("k", from, 7)
+	v, ok := c.peek("k", from.Add(50*time.Millisecond))
+	require.True(t, ok)
+	require.Equal(t, 7, v)
+	_, ok = c.peek("k", from.Add(time.Second)) // another `from`
+	require.False(t, ok)
+	time.Sleep(120 * time.Millisecond)
+	_, ok = c.peek("k", from) // expired
+	require.False(t, ok)
+
+	// a computation in flight is not replaced by a put
+	started, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_, _ = c.get(context.Background(), "f", from, time.Second, func(context.Context) (int, error) {
+			close(started)
+			<-release
+			return 1, nil
+		})
+	}()
+	<-started
+	c.put("f", from, 2)
+	close(release)
+	v, err := c.get(context.Background(), "f", from, time.Second, func(context.Context) (int, error) { return 3, nil })
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+}

@@ -74,6 +74,33 @@ func requireSameAnswers(t *testing.T, b *search.Bleve, now time.Time) {
 	}
 }
 
+// requireSameTextFacets: facets counted with the page of a text search
+// equal those of a separate counting pass.
+func requireSameTextFacets(t *testing.T, b *search.Bleve, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	b.StatsTTL = -1
+	defer func() { b.StatsTTL = 0 }()
+	for _, q := range []search.Query{
+		{Text: "festival", Sort: search.SortRelevance},
+		{Text: "barcelna", Sort: search.SortRelevance, City: "barcelona"},
+		{Text: "musica", Sort: search.SortDistance, Near: &search.GeoPoint{Lat: 40.4, Lon: -3.7}, RadiusKm: 700},
+		{Text: "nada de nada zzz", Sort: search.SortRelevance},
+	} {
+		q.From, q.First, q.Facets = now, 10, true
+		search.SetSeparateCounts(b, true)
+		want, err := b.Search(ctx, q)
+		require.NoError(t, err)
+		search.SetSeparateCounts(b, false)
+		got, err := b.Search(ctx, q)
+		require.NoError(t, err)
+		require.Equal(t, want, got, q.Text)
+		if q.Text == "festival" {
+			require.NotEmpty(t, got.Categories)
+		}
+	}
+}
+
 // The view answers searches without text exactly as the index does: after
 // a rebuild, after edits (moved dates, cities, categories, locations) and
 // deletes, and after reopening (the view reloaded from stored fields).
@@ -88,6 +115,7 @@ func TestViewAnswersAsTheIndex(t *testing.T) {
 	require.NoError(t, err)
 	now := time.Now().UTC()
 	requireSameAnswers(t, b, now)
+	requireSameTextFacets(t, b, now)
 
 	// edits and deletes through the engine
 	r, err := b.Search(ctx, search.Query{Sort: search.SortDate, From: now, First: 100})
