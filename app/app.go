@@ -56,8 +56,9 @@ type App struct {
 
 	// SeatMap is the live seat map (outbox sink, snapshots, subscriptions).
 	SeatMap *seatmap.Service
-	// Projections are outbox sinks besides the seat map, such as
-	// outbox.ProjectorSink(search service); set them before RunWorkers.
+	// Projections receive the event ids the search indexer claimed from
+	// search_pending (the relay itself only records them there); set them
+	// before RunWorkers.
 	Projections []outbox.Sink
 	// Search is the search projection (searchEvents, outbox projector); nil
 	// when its engine could not be opened.
