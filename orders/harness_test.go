@@ -130,6 +130,21 @@ func providerCharges(t *testing.T, reference string) int {
 	return n
 }
 
+// providerDeliveries counts the notifications about our attempt that paysim
+// has queued, and those still to deliver (neither delivered nor given up).
+func providerDeliveries(t *testing.T, reference string) (total, pending int) {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), paysimDB)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	require.NoError(t, c.QueryRow(context.Background(), `
+SELECT count(*), count(*) FILTER (WHERE d.delivered_at IS NULL AND d.gave_up_at IS NULL)
+FROM paysim.deliveries d
+JOIN paysim.events e ON e.id = d.event_id JOIN paysim.payments p ON p.id = e.payment_id
+WHERE p.reference = $1`, reference).Scan(&total, &pending))
+	return total, pending
+}
+
 // createEvent writes a fixture event on sale (fixtures.SmallEvent).
 func createEvent(t *testing.T, pool *pgxpool.Pool) event {
 	return fixtures.SmallEvent(t, pool, fixtures.EventOptions{})

@@ -181,7 +181,11 @@ func TestDuplicateWebhooksConfirmOnce(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return e.count(`SELECT count(*) FROM webhook_inbox WHERE payload->'data'->>'id' = $1`, *p.ProviderRef) >= 2
 	}, 20*time.Second, 50*time.Millisecond)
-	time.Sleep(500 * time.Millisecond) // let straggling copies land (they must change nothing)
+	// ...until paysim has delivered every copy (they must change nothing).
+	require.Eventually(t, func() bool {
+		total, pending := providerDeliveries(t, p.ID)
+		return total > 1 && pending == 0
+	}, 20*time.Second, 50*time.Millisecond)
 	require.Equal(t, 2, e.count(`SELECT count(*) FROM tickets WHERE order_id = $1`, o.ID))
 	require.Equal(t, 1, e.count(`SELECT count(*) FROM payment_events WHERE payment_id = $1 AND to_status = 'SUCCEEDED'`, p.ID))
 	require.Equal(t, 1, e.count(`SELECT count(*) FROM outbox WHERE payload->>'orderId' = $1`, o.ID))
