@@ -287,6 +287,19 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 	if q.Facets {
 		cats, cities = make([]int, len(v.names)), make([]int, len(v.names))
 	}
+	// tally reports whether a document matches the filters, counting it
+	// in the total and the facets if it does.
+	tally := func(y *hot) bool {
+		if !f.match(y) {
+			return false
+		}
+		out.Total++
+		if cats != nil {
+			cats[y.catFacet]++
+			cities[y.cityFacet]++
+		}
+		return true
+	}
 	if q.Sort == SortDate {
 		var after string
 		if q.After != "" {
@@ -330,14 +343,8 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 			hots = nil
 		}
 		for i := range hots {
-			y := &hots[i]
-			if !f.match(y) {
+			if !tally(&hots[i]) {
 				continue
-			}
-			out.Total++
-			if cats != nil {
-				cats[y.catFacet]++
-				cities[y.cityFacet]++
 			}
 			if i >= start && len(out.Hits) <= q.First {
 				x := rng[i]
@@ -373,14 +380,8 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 		}
 		var found []near
 		for i := range hots {
-			y := &hots[i]
-			if !f.match(y) {
+			if !tally(&hots[i]) {
 				continue
-			}
-			out.Total++
-			if cats != nil {
-				cats[y.catFacet]++
-				cities[y.cityFacet]++
 			}
 			x := rng[i]
 			// as Bleve's geo distance sort (km: meters / 1000)
