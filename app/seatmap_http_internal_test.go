@@ -20,6 +20,7 @@ import (
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/fixtures"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
 
@@ -51,29 +52,10 @@ func seatMapInstances(t *testing.T, n int) ([]*App, []*httptest.Server) {
 	return apps, srvs
 }
 
-// seatMapEvent creates an event with three seats on sale.
+// seatMapEvent creates an event on sale (fixtures.SmallEvent).
 func seatMapEvent(t *testing.T, a *App) (eventID string, seats []string) {
-	t.Helper()
-	ctx := context.Background()
-	venue, section := uuid.NewString(), uuid.NewString()
-	eventID = uuid.NewString()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		_, err := a.Pool.Exec(ctx, sql, args...)
-		require.NoError(t, err)
-	}
-	exec(`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'V', 'a', 'c', 'ES', 40, -3)`, venue)
-	exec(`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 0, 'S', 'SEATED', 3)`, section, venue)
-	for i := 1; i <= 3; i++ {
-		id := uuid.NewString()
-		seats = append(seats, id)
-		exec(`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y) VALUES ($1, $2, 'A', 0, $3, $4, 0)`, id, section, i, float64(i))
-	}
-	exec(`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds)
-	      VALUES ($1, $2, 'E', 'music', now() + interval '30 days', now() - interval '1 hour', 10, 600)`, eventID, venue)
-	exec(`INSERT INTO event_prices (event_id, section_id, amount, currency) VALUES ($1, $2, 5000, 'EUR')`, eventID, section)
-	exec(`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2`, eventID, section)
-	return eventID, seats
+	ev := fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
+	return ev.ID, ev.Seats
 }
 
 func holdSeat(t *testing.T, a *App, eventID, seat string) {
@@ -122,7 +104,7 @@ func TestSeatMapAcrossInstances(t *testing.T) {
 		require.NoError(t, c.WriteJSON(map[string]any{"id": "1", "type": p.start, "payload": json.RawMessage(payload)}))
 		first := wsNext(t, c, p.data)
 		require.NotNil(t, first.Data.SeatMapUpdates.Snapshot, p.name)
-		require.Len(t, first.Data.SeatMapUpdates.Snapshot.Seats, 3)
+		require.Len(t, first.Data.SeatMapUpdates.Snapshot.Seats, len(seats))
 		conns = append(conns, c)
 	}
 	sse := graphqlSSE(t, srvs[1].URL, vars)

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketing/ticketing/internal/fixtures"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
 
@@ -39,7 +40,8 @@ func TestTwoServeProcesses(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	eventID, seats := threeSeatEvent(t, pool)
+	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
+	eventID, seats := ev.ID, ev.Seats
 
 	const secret = "two-processes-secret-0123456789"
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+testdb.RedisURL(),
@@ -158,28 +160,4 @@ func serve(t *testing.T, bin string, env []string) string {
 		return r.StatusCode == http.StatusOK
 	}, 60*time.Second, 100*time.Millisecond, "server %s did not start", addr)
 	return addr
-}
-
-// threeSeatEvent creates an event with three seats on sale.
-func threeSeatEvent(t *testing.T, pool *pgxpool.Pool) (string, []string) {
-	t.Helper()
-	venue, section, event := uuid.NewString(), uuid.NewString(), uuid.NewString()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		_, err := pool.Exec(context.Background(), sql, args...)
-		require.NoError(t, err)
-	}
-	exec(`INSERT INTO venues (id, name, address, city, country, lat, lon) VALUES ($1, 'V', 'a', 'c', 'ES', 40, -3)`, venue)
-	exec(`INSERT INTO sections (id, venue_id, position, name, kind, capacity) VALUES ($1, $2, 0, 'S', 'SEATED', 3)`, section, venue)
-	var seats []string
-	for i := 1; i <= 3; i++ {
-		id := uuid.NewString()
-		seats = append(seats, id)
-		exec(`INSERT INTO seats (id, section_id, row_label, row_index, number, x, y) VALUES ($1, $2, 'A', 0, $3, $4, 0)`, id, section, i, float64(i))
-	}
-	exec(`INSERT INTO events (id, venue_id, name, category, starts_at, sale_starts_at, max_tickets_per_user, hold_duration_seconds)
-	      VALUES ($1, $2, 'E', 'music', now() + interval '30 days', now() - interval '1 hour', 10, 600)`, event, venue)
-	exec(`INSERT INTO event_prices (event_id, section_id, amount, currency) VALUES ($1, $2, 5000, 'EUR')`, event, section)
-	exec(`INSERT INTO inventory (event_id, section_id, seat_id) SELECT $1, section_id, id FROM seats WHERE section_id = $2`, event, section)
-	return event, seats
 }
