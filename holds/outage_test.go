@@ -2,11 +2,7 @@ package holds_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
-	"net"
-	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,41 +18,6 @@ import (
 	"github.com/ticketing/ticketing/redisstore"
 	"github.com/ticketing/ticketing/store"
 )
-
-// ownRedis runs a private redis-server on a free port (never the shared one).
-type ownRedis struct {
-	t    *testing.T
-	port int
-	cmd  *exec.Cmd
-}
-
-func startOwnRedis(t *testing.T, port int) *ownRedis {
-	t.Helper()
-	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port = l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
-	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
-	require.NoError(t, cmd.Start())
-	r := &ownRedis{t: t, port: port, cmd: cmd}
-	t.Cleanup(r.stop)
-	c := redis.NewClient(&redis.Options{Addr: r.addr()})
-	defer c.Close()
-	require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
-	return r
-}
-
-func (r *ownRedis) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
-
-func (r *ownRedis) stop() {
-	if r.cmd.Process != nil && r.cmd.ProcessState == nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-	}
-}
 
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	mfs, err := reg.Gather()
@@ -78,8 +39,8 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // and stay correct, and the degraded state is reported.
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()
-	rs := startOwnRedis(t, 0)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.addr(), DialTimeout: 100 * time.Millisecond,
+	rs := testdb.StartOwnRedis(t, 0)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), DialTimeout: 100 * time.Millisecond,
 		ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	pool := testdb.NewPool(t)
@@ -152,13 +113,13 @@ func TestRedisOutage(t *testing.T) {
 	waitOK(5)
 	assert.False(t, svc.Degraded())
 
-	rs.stop() // Redis dies mid-run
+	rs.Stop() // Redis dies mid-run
 	phase.Store(1)
 	require.Eventually(t, svc.Degraded, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 1.0, gauge(t, reg, "ticketing_redis_lease_fallback"))
 	waitOK(5) // sales go on, on Postgres alone
 
-	startOwnRedis(t, rs.port) // back
+	testdb.StartOwnRedis(t, rs.Port) // back
 	phase.Store(2)
 	require.Eventually(t, func() bool { return !svc.Degraded() }, 10*time.Second, 20*time.Millisecond)
 	assert.Equal(t, 0.0, gauge(t, reg, "ticketing_redis_lease_fallback"))

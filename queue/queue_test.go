@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -501,49 +499,13 @@ func TestUpdatesAndEstimate(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "closed when ctx ends")
 }
 
-// ownRedis runs a private redis-server (no persistence, like the shared one)
-// that the test may kill and restart.
-type ownRedis struct {
-	port int
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T, port int) *ownRedis {
-	t.Helper()
-	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port = l.Addr().(*net.TCPAddr).Port
-		l.Close()
-	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
-	require.NoError(t, cmd.Start())
-	r := &ownRedis{port: port, cmd: cmd}
-	t.Cleanup(r.stop)
-	c := redis.NewClient(&redis.Options{Addr: r.addr()})
-	defer c.Close()
-	require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil },
-		10*time.Second, 20*time.Millisecond, "redis-server did not start")
-	return r
-}
-
-func (r *ownRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-func (r *ownRedis) stop() {
-	if r.cmd.ProcessState == nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-	}
-}
-
 func TestRedisRestartMidSale(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
-	own := startRedis(t, 0)
+	own := testdb.StartOwnRedis(t, 0)
 	f := newFixture(t, -time.Hour)
-	rdb := redis.NewClient(&redis.Options{Addr: own.addr(), MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: own.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	s := f.service(t, Config{Window: 2, AdmitRate: 100, AdmissionTTL: time.Minute}, rdb)
 	ctx := context.Background()
@@ -558,7 +520,7 @@ func TestRedisRestartMidSale(t *testing.T) {
 	require.NoError(t, err)
 	token := tk.Token
 
-	own.stop()
+	own.Stop()
 	// Redis down: no new buyers, quickly; issued tokens keep working.
 	start := time.Now()
 	_, err = s.Join(ctx, f.event, "newcomer", "")
@@ -577,7 +539,7 @@ func TestRedisRestartMidSale(t *testing.T) {
 
 	// Restart (nothing persisted): users rejoin and get new places; the old
 	// permits still count, so nobody is admitted until they expire.
-	startRedis(t, own.port)
+	testdb.StartOwnRedis(t, own.Port)
 	require.Eventually(t, func() bool {
 		_, err := s.Join(ctx, f.event, "user-00004", "")
 		return err == nil
