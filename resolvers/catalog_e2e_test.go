@@ -351,6 +351,9 @@ func TestCatalogDataloaders(t *testing.T) {
 	t.Logf("50 events with venues, sections, seats, artists, prices and availability: %d queries", queries)
 	// count + page, then one query per loader (venues, sections, seats,
 	// artists, prices, sections by id, availability): 9; without loaders
-	// it would be about 400.
-	require.LessOrEqual(t, queries, int64(10))
+	// it would be about 400. A loaded machine (CI, -race) may let a batch
+	// window close before every resolver of a level has asked, splitting
+	// one loader's batch in two: allow each of the 7 loaders one split.
+	// What must never happen is a query per event.
+	require.LessOrEqual(t, queries, int64(9+7))
 }
