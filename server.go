@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -139,6 +140,18 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, lo
 	srv.RegisterOnShutdown(func() { time.AfterFunc(5*time.Second, cancelStreams) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
+	if cfg.DebugAddr != "" {
+		// Profiles only, on their own listener: never on the public one.
+		dbg := http.NewServeMux()
+		dbg.HandleFunc("/debug/pprof/", pprof.Index)
+		dbg.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		dbg.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		dbg.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		go func() {
+			errc <- (&http.Server{Addr: cfg.DebugAddr, Handler: dbg, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+		}()
+		log.Info("pprof listening", "addr", cfg.DebugAddr)
+	}
 	log.Info("listening", "addr", cfg.HTTPAddr)
 	select {
 	case err := <-errc:

@@ -40,6 +40,9 @@ type Config struct {
 	// the live seat map's Redis keys and channels; instances that serve the
 	// same clients must share it (tests give each test its own).
 	SeatMapRedisPrefix string
+	// DebugAddr (DEBUG_ADDR, default empty: off) is a separate listener for
+	// net/http/pprof; keep it on loopback.
+	DebugAddr string
 	// Dev is true when keys were generated at start (development mode).
 	GeneratedKeys []string
 }
@@ -73,6 +76,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PaysimAddr:       get("PAYSIM_ADDR", ":8090"),
 	}
 	c.SeatMapRedisPrefix = get("SEATMAP_REDIS_PREFIX", "")
+	c.DebugAddr = get("DEBUG_ADDR", "")
 	c.PaysimDatabaseURL = get("PAYSIM_DATABASE_URL", c.DatabaseURL)
 	if o := get("ALLOWED_ORIGINS", ""); o != "" {
 		for _, s := range strings.Split(o, ",") {
