@@ -22,6 +22,7 @@ func (a *App) initSeatMap(prefix string) {
 	a.SeatMap = seatmap.New(a.Redis, a.Store, seatmap.Config{
 		Prefix:      prefix,
 		CheckOrigin: wsgorilla.OriginChecker(a.allowedOrigins()...),
+		Busy:        wsgorilla.Busy,
 		Registerer:  a.Metrics,
 		Log:         a.Log,
 	})

@@ -442,12 +442,11 @@ func (r *subscriptionResolver) SeatMapUpdates(ctx context.Context, eventID strin
 	if after != nil {
 		a = *after
 	}
-	ch, err := seatmap.Subscribe(ctx, r.SeatMaps, eventID, a, toModelSeatMapUpdate)
-	if err != nil {
-		return nil, err
-	}
-	// Frames are shared values: each is executed once per distinct query.
-	return sharedexec.Stream(ctx, ch), nil
+	// Frames are shared values: each is executed once per distinct query,
+	// and pushed to the subscribers whose transport takes pushes.
+	return sharedexec.Source(ctx, r.SeatMaps.Buffer(), func(send func(*model.SeatMapUpdate) bool, end func()) error {
+		return seatmap.SubscribeFunc(ctx, r.SeatMaps, eventID, a, toModelSeatMapUpdate, send, end)
+	})
 }
 
 // OrderUpdates is the resolver for the orderUpdates field.

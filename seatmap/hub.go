@@ -185,33 +185,47 @@ func (h *hub) run() {
 	safety := time.NewTicker(safetyPoll)
 	defer safety.Stop()
 	// At most one frame per Coalesce window: a change after a quiet spell
-	// goes out at once, the ones that follow wait for the window's end.
+	// goes out at once, the ones that follow wait for the window's end, and
+	// longer (up to MaxCoalesce) while the transports are still writing the
+	// previous frames.
 	var flush <-chan time.Time
-	var last time.Time
+	var last, due time.Time // the last frame; when the pending one was due
+	send := func() {
+		if now := time.Now(); s.cfg.Busy != nil && s.cfg.Busy() && now.Sub(due) < s.cfg.MaxCoalesce {
+			flush = time.After(busyRecheck)
+			return
+		}
+		flush = nil
+		last = time.Now()
+		h.flush(ctx)
+	}
 	for {
 		select {
 		case <-h.stop:
 			return
 		case <-h.wake:
 			if flush == nil {
-				if wait := s.cfg.Coalesce - time.Since(last); wait > 0 {
+				due = last.Add(s.cfg.Coalesce)
+				if wait := time.Until(due); wait > 0 {
 					flush = time.After(wait)
 				} else {
-					last = time.Now()
-					h.flush(ctx)
+					due = time.Now()
+					send()
 				}
 			}
 		case <-safety.C:
 			if flush == nil {
-				h.flush(ctx)
+				due = time.Now()
+				send()
 			}
 		case <-flush:
-			flush = nil
-			last = time.Now()
-			h.flush(ctx)
+			send()
 		}
 	}
 }
+
+// busyRecheck is how often a hub holding a frame back looks again.
+const busyRecheck = 5 * time.Millisecond
 
 // start subscribes to the event's channel, then reads the stream position
 // (in that order, so nothing is missed between the two).
@@ -339,34 +353,76 @@ func (s *Service) replay(ctx context.Context, eventID, from, to string) ([]*Upda
 // subscriber with the same T, so it must not depend on the subscriber and its
 // result must not be modified).
 func Subscribe[T any](ctx context.Context, s *Service, eventID, after string, conv func(*Update) T) (<-chan T, error) {
-	if err := s.checkEvent(ctx, eventID); err != nil {
+	ch := make(chan T, s.cfg.Buffer)
+	send := func(v T) bool {
+		select {
+		case ch <- v:
+			return true
+		default:
+			return false
+		}
+	}
+	if err := SubscribeFunc(ctx, s, eventID, after, conv, send, func() { close(ch) }); err != nil {
 		return nil, err
 	}
-	ch := make(chan T, s.cfg.Buffer)
+	return ch, nil
+}
+
+// SubscribeFunc is Subscribe delivering each message by calling send, on
+// the hub's goroutine and in order: send must not block, and returns false
+// when the receiver cannot take more (it is then cut off). end is called
+// once when the subscription ends (ctx ended, cut off, or the service
+// closed), after the last send; not if SubscribeFunc returns an error.
+func SubscribeFunc[T any](ctx context.Context, s *Service, eventID, after string, conv func(*Update) T, send func(T) bool, end func()) (err error) {
+	if err := s.checkEvent(ctx, eventID); err != nil {
+		return err
+	}
+	// end is for a subscription that started: a removal while setting up
+	// (which then returns the error) does not call it, one after the set-up
+	// succeeded calls it once SubscribeFunc has returned.
+	var mu sync.Mutex
+	started, ended := false, false
 	sub := &subscriber{
-		send: func(u *Update) bool {
-			select {
-			case ch <- converted(u, conv):
-				return true
-			default:
-				return false
+		send: func(u *Update) bool { return send(converted(u, conv)) },
+		close: func() {
+			mu.Lock()
+			ended = true
+			call := started
+			mu.Unlock()
+			if call {
+				end()
 			}
 		},
-		close: func() { close(ch) },
 	}
+	defer func() {
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		started = true
+		call := ended
+		mu.Unlock()
+		if call {
+			end()
+		}
+	}()
 	h, last, err := s.acquire(ctx, eventID, sub)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	catchUp, err := s.catchUp(ctx, eventID, after, last)
 	if err != nil {
 		s.remove(h, sub)
-		return nil, err
+		return err
 	}
 	s.activate(h, sub, catchUp)
 	context.AfterFunc(ctx, func() { s.remove(h, sub) })
-	return ch, nil
+	return nil
 }
+
+// Buffer is how many messages a subscriber may have waiting before it is
+// cut off.
+func (s *Service) Buffer() int { return s.cfg.Buffer }
 
 // converted returns conv(u), computed once per update and result type:
 // conv must be the same function for every subscriber of one type T.

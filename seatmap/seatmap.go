@@ -87,6 +87,14 @@ type Config struct {
 	// Buffer is the frames a subscriber may have pending before it is cut
 	// off as too slow (default 32).
 	Buffer int
+	// Busy, if set, reports that the transports are still writing earlier
+	// frames (wsgorilla.Busy). A hub then holds its next frame back, up to
+	// MaxCoalesce, so that under load the changes go out in fewer, larger
+	// frames instead of piling up behind one another: what a frame costs
+	// is its writes to every subscriber, nearly whatever it carries.
+	Busy func() bool
+	// MaxCoalesce bounds how long Busy may hold a frame back (default 1s).
+	MaxCoalesce time.Duration
 	// SnapshotTTL is how long a seat map snapshot is served from memory (default 1s).
 	SnapshotTTL time.Duration
 	// Keepalive is the SSE comment interval (default 15s).
@@ -137,6 +145,9 @@ func New(rdb *redis.Client, st *store.Store, cfg Config) *Service {
 	}
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = 32
+	}
+	if cfg.MaxCoalesce <= 0 {
+		cfg.MaxCoalesce = time.Second
 	}
 	if cfg.SnapshotTTL <= 0 {
 		cfg.SnapshotTTL = time.Second

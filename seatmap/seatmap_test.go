@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -539,3 +540,50 @@ func (s *sseStream) next(t *testing.T) sseEvent {
 }
 
 func (s *sseStream) close() { s.resp.Body.Close() }
+
+// TestBusyTransportsHoldFramesBack: while Busy reports the transports still
+// writing, a hub's changes wait and go out together (up to MaxCoalesce);
+// once it is not busy they are sent.
+func TestBusyTransportsHoldFramesBack(t *testing.T) {
+	b := setup(t)
+	var busy atomic.Bool
+	svc := b.service(t, seatmap.Config{Coalesce: 10 * time.Millisecond, MaxCoalesce: time.Minute, Busy: busy.Load})
+	ctx := context.Background()
+	sub, _ := subscribe(t, svc, b.eventID, "")
+	next(t, sub) // the snapshot
+	publish := func(version int) {
+		payload := fmt.Sprintf(`{"eventId":%q,"seats":[{"seatId":%q,"sectionId":%q,"status":"HELD","version":%d}]}`,
+			b.eventID, b.seats[version%len(b.seats)], b.section, 100+version)
+		require.NoError(t, svc.Publish(ctx, []outbox.Row{{EventID: &b.eventID, Topic: "inventory", Payload: json.RawMessage(payload)}}))
+	}
+	publish(0)
+	require.Len(t, next(t, sub).Seats, 1, "not busy: sent at once")
+
+	busy.Store(true)
+	for v := 1; v <= 3; v++ {
+		publish(v)
+		time.Sleep(50 * time.Millisecond) // several Coalesce windows
+	}
+	select {
+	case u := <-sub:
+		t.Fatalf("a frame went out while the transports were busy: %+v", u)
+	case <-time.After(300 * time.Millisecond):
+	}
+	busy.Store(false)
+	u := next(t, sub)
+	require.Len(t, u.Seats, 3, "the held changes go out in one frame")
+}
+
+// TestBusyHoldsFramesBackAtMostMaxCoalesce: a transport that stays busy
+// does not starve the subscribers.
+func TestBusyHoldsFramesBackAtMostMaxCoalesce(t *testing.T) {
+	b := setup(t)
+	svc := b.service(t, seatmap.Config{Coalesce: 10 * time.Millisecond, MaxCoalesce: 200 * time.Millisecond,
+		Busy: func() bool { return true }})
+	sub, _ := subscribe(t, svc, b.eventID, "")
+	next(t, sub)
+	payload := fmt.Sprintf(`{"eventId":%q,"seats":[{"seatId":%q,"sectionId":%q,"status":"HELD","version":100}]}`,
+		b.eventID, b.seats[0], b.section)
+	require.NoError(t, svc.Publish(context.Background(), []outbox.Row{{EventID: &b.eventID, Topic: "inventory", Payload: json.RawMessage(payload)}}))
+	require.Equal(t, int64(100), next(t, sub).Seats[0].Version)
+}

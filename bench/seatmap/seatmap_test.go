@@ -96,6 +96,7 @@ func TestSeatMapLoad(t *testing.T) {
 	lat := newHist()
 	fanout = newHist()
 	var received atomic.Int64
+	fs := &frameSet{frames: map[string]*frameRec{}}
 	commits := sync.Map{} // version -> commit time
 	start := time.Now()
 	conns := make([]*websocket.Conn, subscribers)
@@ -120,7 +121,7 @@ func TestSeatMapLoad(t *testing.T) {
 	require.Zero(t, failed.Load(), "subscriptions that failed")
 	connectTook := time.Since(start)
 	for _, c := range conns {
-		go readLoop(c, &commits, lat, &received)
+		go readLoop(c, fs, &received)
 	}
 	require.Eventually(t, func() bool { return metric(addr, "ticketing_seatmap_subscribers") >= float64(subscribers) },
 		60*time.Second, 200*time.Millisecond)
@@ -167,6 +168,7 @@ func TestSeatMapLoad(t *testing.T) {
 	loadCPU := procCPU(srv.Process.Pid) - cpu0
 	selfCPU := procCPU(os.Getpid()) - self0
 
+	fs.latencies(&commits, lat)
 	p50, p99, max, n := lat.quantiles()
 	fp50, fp99, _, _ := fanout.quantiles()
 	report := fmt.Sprintf(`subscribers=%d seats=%d hold_workers=%d load=%s cpus=%d
@@ -271,11 +273,16 @@ func subscribe(addr, eventID, cursor string) (*websocket.Conn, error) {
 	return c, err
 }
 
-// readLoop is the client: it reads each message into a reused buffer and,
-// instead of decoding it, scans it for the seat versions (the only thing
-// the latency needs), so that the load generator's share of the two cores
-// stays small.
-func readLoop(c *websocket.Conn, commits *sync.Map, h *hist, received *atomic.Int64) {
+// readLoop is the client. Every subscriber receives the same frames, so
+// the work per message is kept constant: the first subscriber to receive a
+// frame (told apart by its cursor) parses its seat versions once, and every
+// receipt only adds its delay since that first receipt to the frame's
+// histogram. The latency of each (seat version, subscriber) pair, commit ->
+// receipt, is then (first receipt - commit) + (receipt - first receipt),
+// combined after the run (latencies). This keeps the load generator, which
+// shares the two cores with the server, from costing more per message than
+// the server itself.
+func readLoop(c *websocket.Conn, fs *frameSet, received *atomic.Int64) {
 	var buf bytes.Buffer
 	for {
 		_, r, err := c.NextReader()
@@ -288,38 +295,106 @@ func readLoop(c *websocket.Conn, commits *sync.Map, h *hist, received *atomic.In
 		}
 		now := time.Now()
 		msg := buf.Bytes()
-		if bytes.Contains(msg, []byte(`"type":"ping"`)) {
+		if bytes.HasPrefix(msg, []byte(`{"type":"ping"`)) {
 			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"type":"pong"}`))
 			continue
 		}
+		i := bytes.Index(msg, cursorKey)
+		if i < 0 {
+			continue
+		}
+		cur := msg[i+len(cursorKey):]
+		if j := bytes.IndexByte(cur, '"'); j >= 0 {
+			cur = cur[:j]
+		}
+		fr := fs.frame(cur, msg, now)
+		fr.recv[min(max(int(now.Sub(fr.first)/time.Millisecond), 0), len(fr.recv)-1)].Add(1)
+		received.Add(int64(len(fr.versions)))
 		// The cursor is the id of the frame's newest stream entry, whose
 		// first part is the Redis clock (ms) when the relay appended it.
-		if i := bytes.Index(msg, cursorKey); i >= 0 && fanout != nil {
-			ms := int64(0)
-			for _, d := range msg[i+len(cursorKey):] {
-				if d < '0' || d > '9' {
-					break
-				}
-				ms = ms*10 + int64(d-'0')
-			}
-			if ms > 0 { // not the snapshot of a stream that did not exist yet ("0-0")
-				fanout.add(now.Sub(time.UnixMilli(ms)))
-			}
-		}
-		for {
-			i := bytes.Index(msg, versionKey)
-			if i < 0 {
+		ms := int64(0)
+		for _, d := range cur {
+			if d < '0' || d > '9' {
 				break
 			}
-			msg = msg[i+len(versionKey):]
-			v := int64(0)
-			for len(msg) > 0 && msg[0] >= '0' && msg[0] <= '9' {
-				v = v*10 + int64(msg[0]-'0')
-				msg = msg[1:]
+			ms = ms*10 + int64(d-'0')
+		}
+		if ms > 0 { // not the snapshot of a stream that did not exist yet ("0-0")
+			fanout.add(now.Sub(time.UnixMilli(ms)))
+		}
+	}
+}
+
+// frameSet is every distinct frame the subscribers received, by cursor.
+type frameSet struct {
+	mu     sync.RWMutex
+	frames map[string]*frameRec
+}
+
+// frameRec is one frame: its seat versions, when it was first received,
+// and the histogram (1 ms buckets) of its receipts' delays after that.
+type frameRec struct {
+	first    time.Time
+	versions []int64
+	recv     [30001]atomic.Int32
+}
+
+func (fs *frameSet) frame(cursor, msg []byte, now time.Time) *frameRec {
+	fs.mu.RLock()
+	fr := fs.frames[string(cursor)]
+	fs.mu.RUnlock()
+	if fr != nil {
+		return fr
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fr = fs.frames[string(cursor)]; fr == nil {
+		fr = &frameRec{first: now, versions: versions(msg)}
+		fs.frames[string(cursor)] = fr
+	}
+	return fr
+}
+
+// versions scans a frame for its seat versions without decoding it.
+func versions(msg []byte) []int64 {
+	var out []int64
+	for {
+		i := bytes.Index(msg, versionKey)
+		if i < 0 {
+			return out
+		}
+		msg = msg[i+len(versionKey):]
+		v := int64(0)
+		for len(msg) > 0 && msg[0] >= '0' && msg[0] <= '9' {
+			v = v*10 + int64(msg[0]-'0')
+			msg = msg[1:]
+		}
+		out = append(out, v)
+	}
+}
+
+// latencies fills h with commit -> receipt of every (seat version whose
+// commit time is known, subscriber) pair.
+func (fs *frameSet) latencies(commits *sync.Map, h *hist) {
+	type bucket struct {
+		delay time.Duration
+		n     int64
+	}
+	for _, fr := range fs.frames {
+		var recv []bucket
+		for ms := range fr.recv {
+			if n := fr.recv[ms].Load(); n > 0 {
+				recv = append(recv, bucket{time.Duration(ms) * time.Millisecond, int64(n)})
 			}
-			received.Add(1)
-			if at, ok := commits.Load(v); ok {
-				h.add(now.Sub(at.(time.Time)))
+		}
+		for _, v := range fr.versions {
+			at, ok := commits.Load(v)
+			if !ok {
+				continue
+			}
+			base := fr.first.Sub(at.(time.Time))
+			for _, b := range recv {
+				h.addN(base+b.delay, b.n)
 			}
 		}
 	}
@@ -350,9 +425,11 @@ type hist struct{ b [30001]atomic.Int64 }
 
 func newHist() *hist { return &hist{} }
 
-func (h *hist) add(d time.Duration) {
+func (h *hist) add(d time.Duration) { h.addN(d, 1) }
+
+func (h *hist) addN(d time.Duration, n int64) {
 	ms := int(d / time.Millisecond)
-	h.b[min(max(ms, 0), len(h.b)-1)].Add(1)
+	h.b[min(max(ms, 0), len(h.b)-1)].Add(n)
 }
 
 func (h *hist) quantiles() (p50, p99, maxd time.Duration, n int64) {

@@ -60,11 +60,57 @@ func Wrap(es graphql.ExecutableSchema, fields ...string) *Schema {
 
 type tapKey struct{}
 
-// tap connects Exec to the resolver's Stream call: Exec reads the events,
-// and hands gqlgen (through feed) only those it must execute itself.
+// tap connects Exec to the resolver's Stream or Source call: Exec reads the
+// events, and hands gqlgen (through feed) only those it must execute itself.
 type tap struct {
 	recv func(ctx context.Context) (any, bool)
 	feed func(ctx context.Context, v any)
+
+	// Set when the transport asked for pushes (WithPusher).
+	s    *Schema
+	key  [32]byte
+	push *pushState
+}
+
+// Pusher is a transport's side of a pushed subscription: instead of a
+// goroutine per subscriber waiting on the next response, the source hands
+// each event to the transport as it happens, on the source's goroutine. The
+// methods must not block, and are called in event order.
+type Pusher interface {
+	// Data queues the result of an event, computed for another subscriber
+	// with the same operation: the bytes are shared, read-only. False means
+	// the subscriber cannot take more; it is then cut off (End follows).
+	Data(data []byte) bool
+	// Pull queues one call of the operation's response handler: the event
+	// waits inside, to be executed (or its shared result awaited) there.
+	// False as for Data.
+	Pull() bool
+	// End says the stream has ended: once what is queued is sent, the
+	// operation is complete.
+	End()
+}
+
+type pushKey struct{}
+
+// pushState is what WithPusher puts in the context.
+type pushState struct {
+	p       Pusher
+	adopted bool // set by Source during DispatchOperation
+}
+
+// WithPusher offers p to the subscription dispatched with ctx. After
+// DispatchOperation, Pushed tells whether it was taken; if not, the
+// transport pulls responses as usual.
+func WithPusher(ctx context.Context, p Pusher) context.Context {
+	return context.WithValue(ctx, pushKey{}, &pushState{p: p})
+}
+
+// Pushed reports whether the subscription dispatched with ctx (from
+// WithPusher) pushes its events: then the transport must not pull, except
+// once per Pull.
+func Pushed(ctx context.Context) bool {
+	ps, _ := ctx.Value(pushKey{}).(*pushState)
+	return ps != nil && ps.adopted
 }
 
 // Stream returns the channel a shared subscription resolver gives gqlgen.
@@ -94,13 +140,78 @@ func Stream[T any](ctx context.Context, src <-chan T) <-chan T {
 	return feed
 }
 
+// Source starts a shared subscription's source and returns the channel the
+// resolver gives gqlgen. start is called once, with send, which delivers an
+// event (it never blocks; false means the subscriber cannot keep up and
+// must be cut off), and end, which the source calls once when it stops
+// (not if start returns an error). When the transport pushes (WithPusher),
+// send hands events straight to it, with the shared result when one is
+// ready; otherwise they go through a channel of capacity buffer.
+//
+// As with Stream, T must be a pointer type and each value is sent
+// unmodified to every subscriber.
+func Source[T any](ctx context.Context, buffer int, start func(send func(T) bool, end func()) error) (<-chan T, error) {
+	t, _ := ctx.Value(tapKey{}).(*tap)
+	if t == nil || t.recv != nil || t.push == nil || reflect.TypeFor[T]().Kind() != reflect.Pointer {
+		ch := make(chan T, buffer)
+		send := func(v T) bool {
+			select {
+			case ch <- v:
+				return true
+			default:
+				return false
+			}
+		}
+		if err := start(send, func() { close(ch) }); err != nil {
+			return nil, err
+		}
+		return Stream(ctx, ch), nil
+	}
+	// Events waiting for a Pull, in order; at most buffer of them, as the
+	// transport refuses more than that.
+	pending := make(chan T, buffer)
+	feed := make(chan T, 1)
+	p := t.push.p
+	send := func(v T) bool {
+		if data := t.s.cache.ready(v, t.key); data != nil {
+			return p.Data(data)
+		}
+		select {
+		case pending <- v:
+		default:
+			return false
+		}
+		return p.Pull()
+	}
+	if err := start(send, p.End); err != nil {
+		return nil, err
+	}
+	t.push.adopted = true
+	t.recv = func(ctx context.Context) (any, bool) {
+		select {
+		case v := <-pending:
+			return v, true
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	t.feed = func(ctx context.Context, v any) {
+		select {
+		case feed <- v.(T):
+		case <-ctx.Done():
+		}
+	}
+	return feed, nil
+}
+
 // Exec implements graphql.ExecutableSchema.
 func (s *Schema) Exec(ctx context.Context) graphql.ResponseHandler {
 	key, ok := s.operationKey(graphql.GetOperationContext(ctx))
 	if !ok {
 		return s.ExecutableSchema.Exec(ctx)
 	}
-	t := &tap{}
+	t := &tap{s: s, key: key}
+	t.push, _ = ctx.Value(pushKey{}).(*pushState)
 	next := s.ExecutableSchema.Exec(context.WithValue(ctx, tapKey{}, t))
 	if t.recv == nil { // the resolver failed, or does not use Stream
 		return next
@@ -210,6 +321,26 @@ func (c *cache) entry(v any, key [32]byte) (*entry, bool) {
 	e := &entry{event: v, done: make(chan struct{})}
 	f.ops[key] = e
 	return e, true
+}
+
+// ready returns the (v, key) result if it is already computed and clean.
+func (c *cache) ready(v any, key [32]byte) []byte {
+	c.mu.Lock()
+	f := c.frames[v]
+	var e *entry
+	if f != nil {
+		e = f.ops[key]
+	}
+	c.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.done:
+		return e.data
+	default:
+		return nil
+	}
 }
 
 // settle publishes the first execution's result: only a clean one (no

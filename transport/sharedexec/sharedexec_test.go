@@ -104,3 +104,97 @@ func TestNotShared(t *testing.T) {
 	h3(ctx3)
 	require.EqualValues(t, 3, f.execs.Load())
 }
+
+// recorder is a Pusher that records what it is handed.
+type recorder struct {
+	data  [][]byte
+	pulls int
+	ended int
+	full  bool
+}
+
+func (r *recorder) Data(d []byte) bool { r.data = append(r.data, d); return !r.full }
+func (r *recorder) Pull() bool         { r.pulls++; return !r.full }
+func (r *recorder) End()               { r.ended++ }
+
+// sourceSchema is fakeSchema with a resolver that uses Source: each Exec
+// hands the test the subscriber's send and end.
+type sourceSchema struct {
+	fakeSchema
+	subs chan func(*frame) bool
+	ends chan func()
+}
+
+func (f *sourceSchema) Exec(ctx context.Context) graphql.ResponseHandler {
+	ch, err := sharedexec.Source(ctx, 2, func(send func(*frame) bool, end func()) error {
+		f.subs <- send
+		f.ends <- end
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	return func(ctx context.Context) *graphql.Response {
+		v, ok := <-ch
+		if !ok {
+			return nil
+		}
+		f.execs.Add(1)
+		return &graphql.Response{Data: []byte(fmt.Sprintf(`{"n":%d}`, v.n))}
+	}
+}
+
+// TestPushedSource: with a Pusher in the context, the first subscriber of
+// an event gets a Pull (and executes it), the others the shared bytes
+// directly; a full transport cuts the subscriber off; without a Pusher the
+// same resolver streams through a channel.
+func TestPushedSource(t *testing.T) {
+	f := &sourceSchema{subs: make(chan func(*frame) bool, 4), ends: make(chan func(), 4)}
+	s := sharedexec.Wrap(f, "updates")
+	const q = `subscription { updates { x } }`
+	exec := func(p sharedexec.Pusher) (graphql.ResponseHandler, context.Context, func(*frame) bool, func()) {
+		doc, err := parser.ParseQuery(&ast.Source{Input: q})
+		require.NoError(t, err)
+		oc := &graphql.OperationContext{RawQuery: q, Doc: doc, Operation: doc.Operations[0]}
+		ctx := graphql.WithResponseContext(graphql.WithOperationContext(context.Background(), oc),
+			graphql.DefaultErrorPresenter, graphql.DefaultRecover)
+		if p != nil {
+			ctx = sharedexec.WithPusher(ctx, p)
+		}
+		h := s.Exec(ctx)
+		return h, ctx, <-f.subs, <-f.ends
+	}
+	r1, r2 := &recorder{}, &recorder{}
+	h1, ctx1, send1, _ := exec(r1)
+	require.True(t, sharedexec.Pushed(ctx1))
+	_, ctx2, send2, end2 := exec(r2)
+	require.True(t, sharedexec.Pushed(ctx2))
+
+	fr := &frame{n: 3}
+	require.True(t, send1(fr))
+	require.Equal(t, 1, r1.pulls, "nothing computed yet: the transport must pull")
+	resp := h1(ctx1)
+	require.JSONEq(t, `{"n":3}`, string(resp.Data))
+	require.True(t, send2(fr))
+	require.Zero(t, r2.pulls)
+	require.Equal(t, [][]byte{resp.Data}, r2.data, "the second subscriber gets the first one's bytes")
+	require.EqualValues(t, 1, f.execs.Load())
+
+	r2.full = true
+	require.False(t, send2(&frame{n: 4}), "a transport that cannot take more cuts the subscriber off")
+	end2()
+	require.Equal(t, 1, r2.ended)
+
+	// No pusher: the channel path, as Stream.
+	h3, ctx3, send3, end3 := exec(nil)
+	require.False(t, sharedexec.Pushed(ctx3))
+	require.True(t, send3(&frame{n: 5}))
+	require.JSONEq(t, `{"n":5}`, string(h3(ctx3).Data))
+	require.True(t, send3(&frame{n: 6}))
+	require.True(t, send3(&frame{n: 7}))
+	require.False(t, send3(&frame{n: 8}), "the channel holds 2")
+	end3()
+	require.NotNil(t, h3(ctx3))
+	require.NotNil(t, h3(ctx3))
+	require.Nil(t, h3(ctx3), "closed by end")
+}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -17,6 +19,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/gorilla/websocket"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/ticketing/ticketing/transport/sharedexec"
 )
 
 // Transport is gqlgen's WebSocket transport (graphql-transport-ws, and the
@@ -355,10 +359,19 @@ func (c *connection) run(ctx context.Context, o *op, start time.Time, m message)
 		}
 		return
 	}
+	// A shared subscription (sharedexec) may take a pusher: its events are
+	// then handed to this connection as they happen, and no goroutine
+	// waits for them.
+	po := &pushOp{c: c, o: o, id: id, rc: rc}
+	ctx = sharedexec.WithPusher(ctx, po)
 	responses, ctx := c.exec.DispatchOperation(graphql.WithOperationContext(ctx, rc), rc)
+	stream = true
+	if sharedexec.Pushed(ctx) {
+		po.start(ctx, responses)
+		return
+	}
 	// The subscription is set up (resolver called): stream on a fresh
 	// goroutine whose small stack is all an idle subscriber keeps.
-	stream = true
 	go func() {
 		defer func() { c.finish(ctx, o, id, rc, recover()) }()
 		for {
@@ -369,6 +382,163 @@ func (c *connection) run(ctx context.Context, o *op, start time.Time, m message)
 			c.sendResponse(id, resp)
 		}
 	}()
+}
+
+// maxQueued is how many messages a pushed operation may have waiting to be
+// written before its subscriber is cut off (the source then ends it; the
+// client resumes from its last cursor).
+const maxQueued = 32
+
+// pushOp is a pushed subscription: events arrive through Data and Pull (on
+// the source's goroutine), wait in queue, and a goroutine started only
+// while there is something to write sends them in order, then exits.
+type pushOp struct {
+	c  *connection
+	o  *op
+	id string
+	rc *graphql.OperationContext
+
+	mu        sync.Mutex
+	ctx       context.Context         // set by start
+	responses graphql.ResponseHandler // set by start
+	queue     []pushItem
+	spare     []pushItem // the drained queue's array, for reuse
+	running   bool       // a drain goroutine is (or may be) writing
+	ended     bool       // End was called
+	finished  bool
+	head      []byte // {"id":..,"type":"next","payload":{"data": (drain only)
+}
+
+// pushItem is shared result bytes, or (data nil) a call of responses.
+type pushItem struct{ data []byte }
+
+// Data implements sharedexec.Pusher.
+func (p *pushOp) Data(data []byte) bool { return p.enqueue(pushItem{data: data}) }
+
+// Pull implements sharedexec.Pusher.
+func (p *pushOp) Pull() bool { return p.enqueue(pushItem{}) }
+
+// End implements sharedexec.Pusher.
+func (p *pushOp) End() {
+	p.mu.Lock()
+	p.ended = true
+	p.kickLocked()
+	p.mu.Unlock()
+}
+
+func (p *pushOp) enqueue(it pushItem) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended || len(p.queue) >= maxQueued {
+		return false
+	}
+	p.queue = append(p.queue, it)
+	p.kickLocked()
+	return true
+}
+
+// start is called once the operation is dispatched: events may have been
+// queued already (the catch-up is sent while the resolver runs).
+func (p *pushOp) start(ctx context.Context, responses graphql.ResponseHandler) {
+	p.mu.Lock()
+	p.ctx, p.responses = ctx, responses
+	p.kickLocked()
+	p.mu.Unlock()
+}
+
+// kickLocked hands the operation to a writer if there is work and none
+// has it.
+func (p *pushOp) kickLocked() {
+	if p.running || p.responses == nil || (len(p.queue) == 0 && (!p.ended || p.finished)) {
+		return
+	}
+	p.running = true
+	startWriters.Do(func() {
+		for range writers {
+			go func() {
+				for p := range pushWork {
+					active.Add(1)
+					p.drain()
+					active.Add(-1)
+				}
+			}()
+		}
+	})
+	select {
+	case pushWork <- p:
+	default: // every writer is far behind: one more goroutine
+		go p.drain()
+	}
+}
+
+// Pushed messages are written by a few writer goroutines shared by every
+// connection, not by a goroutine per subscriber: a frame to 10,000
+// subscribers is then 10,000 writes by the writers, with no goroutine to
+// create or wake per subscriber, and the process's other goroutines (the
+// relay, the hubs, HTTP requests) are not queued behind thousands of
+// runnable writers. A write that blocks (the client's socket buffer is
+// full) holds its writer for at most pushWriteWait, then the connection is
+// closed: a client that far behind reconnects and resumes from its cursor.
+// Writers are many more than CPUs so that a few such clients at once do not
+// hold up the others: an idle writer costs a parked goroutine.
+var (
+	writers      = max(64, 8*runtime.GOMAXPROCS(0))
+	pushWork     = make(chan *pushOp, 1<<16)
+	startWriters sync.Once
+	active       atomic.Int32 // writers writing
+)
+
+// Busy reports whether pushed messages are waiting to be written or being
+// written (by any connection of the process): a source may then hold its
+// next message back and send more in one (seatmap.Config.Busy).
+func Busy() bool { return len(pushWork) > 0 || active.Load() > 0 }
+
+const pushWriteWait = time.Second
+
+// drain writes what is queued, then finishes the operation if it ended.
+func (p *pushOp) drain() {
+	defer func() {
+		if r := recover(); r != nil {
+			p.mu.Lock()
+			p.ended, p.queue, p.finished = true, nil, true
+			p.mu.Unlock()
+			p.c.finish(p.ctx, p.o, p.id, p.rc, r)
+		}
+	}()
+	typ := "next"
+	if p.c.legacy {
+		typ = "data"
+	}
+	if p.head == nil {
+		p.head = append(frameHead(nil, p.id, typ, true), `{"data":`...)
+	}
+	for {
+		p.mu.Lock()
+		batch := p.queue
+		if len(batch) == 0 {
+			finish := p.ended && !p.finished
+			p.finished = p.finished || finish
+			p.running = false
+			p.mu.Unlock()
+			if finish {
+				p.c.finish(p.ctx, p.o, p.id, p.rc, nil)
+			}
+			return
+		}
+		p.queue = p.spare[:0]
+		p.mu.Unlock()
+		for i, it := range batch {
+			if it.data != nil {
+				p.c.writeParts(pushWriteWait, p.head, it.data, []byte(`}}`))
+			} else if resp := p.responses(p.ctx); resp != nil {
+				p.c.sendResponse(p.id, resp)
+			}
+			batch[i] = pushItem{}
+		}
+		p.mu.Lock()
+		p.spare = batch[:0]
+		p.mu.Unlock()
+	}
 }
 
 // finish ends an operation: a panic is reported as its error, and it is
@@ -457,13 +627,20 @@ func (c *connection) write(m message) {
 // fails or cannot finish within writeWait closes the connection: the peer
 // is gone or not reading.
 func (c *connection) writeFrame(id, typ string, payload ...[]byte) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
 	b := writeBufs.Get().(*[]byte)
-	buf := append((*b)[:0], '{')
+	buf := frameHead((*b)[:0], id, typ, len(payload) > 0)
+	parts := make([][]byte, 0, 6)
+	parts = append(parts, buf)
+	parts = append(parts, payload...)
+	c.writeParts(writeWait, append(parts, []byte{'}'})...)
+	*b = buf
+	writeBufs.Put(b)
+}
+
+// frameHead appends {"id":id,"type":typ and, with a payload, ,"payload":
+// to buf.
+func frameHead(buf []byte, id, typ string, payload bool) []byte {
+	buf = append(buf, '{')
 	if id != "" {
 		buf = append(buf, `"id":`...)
 		q, _ := json.Marshal(id)
@@ -473,27 +650,32 @@ func (c *connection) writeFrame(id, typ string, payload ...[]byte) {
 	buf = append(buf, `"type":"`...)
 	buf = append(buf, typ...) // one of ours: nothing to escape
 	buf = append(buf, '"')
-	if len(payload) > 0 {
+	if payload {
 		buf = append(buf, `,"payload":`...)
 	}
-	_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+	return buf
+}
+
+// writeParts writes one message made of parts, which must finish within
+// wait, or the connection is closed.
+func (c *connection) writeParts(wait time.Duration, parts ...[]byte) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	_ = c.ws.SetWriteDeadline(time.Now().Add(wait))
 	w, err := c.ws.NextWriter(websocket.TextMessage)
 	if err == nil {
-		_, err = w.Write(buf)
-		for _, p := range payload {
+		for _, p := range parts {
 			if err == nil {
 				_, err = w.Write(p)
 			}
-		}
-		if err == nil {
-			_, err = w.Write([]byte{'}'})
 		}
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
 	}
-	*b = buf
-	writeBufs.Put(b)
 	c.mu.Unlock()
 	if err != nil {
 		c.reportError(fmt.Errorf("websocket write: %w", err))

@@ -1,0 +1,171 @@
+package wsgorilla
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/ticketing/ticketing/transport/sharedexec"
+)
+
+// broadcast is an ExecutableSchema with one shared subscription field,
+// big, whose resolver uses sharedexec.Source: the test holds every
+// subscriber's send and end and plays the source.
+type broadcast struct {
+	mu   sync.Mutex
+	subs []*pushSub
+	new  chan *pushSub
+}
+
+type pushSub struct {
+	send func(*string) bool
+	end  func()
+	cut  bool
+}
+
+var broadcastSchema = gqlparser.MustLoadSchema(&ast.Source{Input: `type Query { a: Int } type Subscription { big: String! }`})
+
+func (b *broadcast) Schema() *ast.Schema { return broadcastSchema }
+func (b *broadcast) Complexity(context.Context, string, string, int, map[string]any) (int, bool) {
+	return 0, false
+}
+
+func (b *broadcast) Exec(ctx context.Context) graphql.ResponseHandler {
+	ch, err := sharedexec.Source(ctx, 32, func(send func(*string) bool, end func()) error {
+		s := &pushSub{send: send, end: end}
+		b.mu.Lock()
+		b.subs = append(b.subs, s)
+		b.mu.Unlock()
+		b.new <- s
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	return func(ctx context.Context) *graphql.Response {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			data, _ := json.Marshal(map[string]string{"big": *v})
+			return &graphql.Response{Data: data}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// publish sends v to every subscriber not cut off, as a seat map hub does,
+// and ends those that cannot take it.
+func (b *broadcast) publish(v *string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.subs {
+		if !s.cut && !s.send(v) {
+			s.cut = true
+			s.end()
+		}
+	}
+}
+
+// TestPushedSubscriptions: a shared subscription is pushed (no goroutine
+// waits per idle subscriber), frames reach every reading client in order,
+// and a client that stops reading is cut off (its subscription completed or
+// its connection closed) without holding up the one that reads.
+func TestPushedSubscriptions(t *testing.T) {
+	b := &broadcast{new: make(chan *pushSub, 64)}
+	ex := executor.New(sharedexec.Wrap(b, "big"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Transport{}.Do(w, r, ex)
+	}))
+	t.Cleanup(srv.Close)
+	dialSub := func() *websocket.Conn {
+		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+		c, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		require.NoError(t, c.WriteJSON(map[string]any{"type": "connection_init"}))
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		require.Equal(t, "connection_ack", next(t, c).Type)
+		require.NoError(t, c.WriteJSON(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": "subscription { big }"}}))
+		select {
+		case <-b.new:
+		case <-time.After(10 * time.Second):
+			t.Fatal("subscription not started")
+		}
+		return c
+	}
+
+	// Idle subscribers hold their connection's reader goroutine, and no
+	// goroutine per subscription.
+	before := runtime.NumGoroutine()
+	const idle = 40
+	for range idle {
+		dialSub()
+	}
+	time.Sleep(100 * time.Millisecond) // let the handshakes' goroutines end
+	require.Less(t, runtime.NumGoroutine()-before, idle*3/2, "goroutines per idle pushed subscriber")
+	b.mu.Lock()
+	b.subs = nil // the big frames are for the next two only
+	b.mu.Unlock()
+
+	reader, stalled := dialSub(), dialSub()
+	_ = stalled // never read
+	require.NoError(t, reader.SetReadDeadline(time.Now().Add(time.Minute)))
+	big := strings.Repeat("x", 256<<10)
+	const frames = 150
+	got := make(chan int, frames)
+	go func() {
+		for {
+			var m msg
+			if err := reader.ReadJSON(&m); err != nil {
+				close(got)
+				return
+			}
+			if m.Type != "next" {
+				continue
+			}
+			var p struct{ Data struct{ Big string } }
+			if json.Unmarshal(m.Payload, &p) == nil {
+				got <- len(p.Data.Big)
+			}
+		}
+	}()
+	// The source publishes at the reading client's pace: the other one's
+	// socket buffers fill, then its queue, and it is cut off; the reader
+	// must get every frame meanwhile.
+	for i := range frames {
+		v := big[:len(big)-i] // a new value (pointer) per frame, its length is its number
+		b.publish(&v)
+		select {
+		case n, ok := <-got:
+			require.True(t, ok, "the reading client's connection ended after %d frames", i)
+			require.Equal(t, len(big)-i, n, "frames in order")
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the reading client is held up at frame %d", i)
+		}
+	}
+	b.mu.Lock()
+	cut := 0
+	for _, s := range b.subs {
+		if s.cut {
+			cut++
+		}
+	}
+	b.mu.Unlock()
+	require.Equal(t, 1, cut, "the client that does not read is cut off, and only it")
+}
