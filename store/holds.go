@@ -74,7 +74,7 @@ func (s *Store) HoldEvent(ctx context.Context, eventID string) (HoldEvent, error
 }
 
 // CreateHoldArgs is one createHold decision for hold_create (migrations
-// 00010 and 00013). Slices may be empty; BestQty 0 means no best-available part.
+// 00010, 00013 and 00014). Slices may be empty; BestQty 0 means no best-available part.
 type CreateHoldArgs struct {
 	Owner, Key string
 	Hash       []byte
@@ -260,11 +260,14 @@ func (s *Store) HoldItems(ctx context.Context, holdID string) ([]HoldItem, error
 	return out, wrap("hold items", err)
 }
 
+// sqlLockHeldBy reaches the hold's rows through its items (hold_items'
+// key, then inventory's): inventory has no index on hold_id (migration
+// 00014), and every row a hold took has an item of it.
 const sqlLockHeldBy = `
-SELECT id FROM inventory
-WHERE event_id = $1 AND hold_id = $2 AND status = 'HELD'
-ORDER BY id
-FOR UPDATE`
+SELECT i.id FROM hold_items hi JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+WHERE hi.hold_id = $2 AND hi.event_id = $1 AND i.event_id = $1 AND i.hold_id = $2 AND i.status = 'HELD'
+ORDER BY i.id
+FOR UPDATE OF i`
 
 const sqlReleaseHeldBy = `
 UPDATE inventory
