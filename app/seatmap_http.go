@@ -23,6 +23,7 @@ func (a *App) initSeatMap(prefix string) {
 		Prefix:      prefix,
 		CheckOrigin: wsgorilla.OriginChecker(a.allowedOrigins()...),
 		Busy:        wsgorilla.Busy,
+		Coalesce:    a.Cfg.SeatMapCoalesce,
 		Registerer:  a.Metrics,
 		Log:         a.Log,
 	})

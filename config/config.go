@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Config is every setting of the ticketing binary.
@@ -40,6 +41,9 @@ type Config struct {
 	// the live seat map's Redis keys and channels; instances that serve the
 	// same clients must share it (tests give each test its own).
 	SeatMapRedisPrefix string
+	// SeatMapCoalesce (SEATMAP_COALESCE, default 100ms) is the shortest time
+	// between two frames of one event's live seat map.
+	SeatMapCoalesce time.Duration
 	// DebugAddr (DEBUG_ADDR, default empty: off) is a separate listener for
 	// net/http/pprof; keep it on loopback.
 	DebugAddr string
@@ -77,6 +81,13 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.SeatMapRedisPrefix = get("SEATMAP_REDIS_PREFIX", "")
 	c.DebugAddr = get("DEBUG_ADDR", "")
+	if v := get("SEATMAP_COALESCE", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > 10*time.Second {
+			return c, fmt.Errorf("config: SEATMAP_COALESCE: want a duration like 100ms (at most 10s), got %q", v)
+		}
+		c.SeatMapCoalesce = d
+	}
 	c.PaysimDatabaseURL = get("PAYSIM_DATABASE_URL", c.DatabaseURL)
 	if o := get("ALLOWED_ORIGINS", ""); o != "" {
 		for _, s := range strings.Split(o, ",") {

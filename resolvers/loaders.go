@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/vikstrous/dataloadgen"
@@ -82,24 +83,35 @@ type loadersKey struct{}
 
 // WithLoaders returns ctx carrying l (for tests and non-HTTP callers).
 func WithLoaders(ctx context.Context, l *Loaders) context.Context {
-	return context.WithValue(ctx, loadersKey{}, l)
+	return context.WithValue(ctx, loadersKey{}, &loaderSlot{make: func() *Loaders { return l }})
+}
+
+// loaderSlot makes a request's loaders on first use: most requests that
+// live long (a WebSocket connection of seat map viewers) never load through
+// them, and ten loaders each is a kilobyte per connection.
+type loaderSlot struct {
+	once sync.Once
+	make func() *Loaders
+	l    *Loaders
 }
 
 // LoadersFrom returns the request's loaders. Without LoaderMiddleware it
 // panics: that is a wiring bug.
 func LoadersFrom(ctx context.Context) *Loaders {
-	l, ok := ctx.Value(loadersKey{}).(*Loaders)
+	slot, ok := ctx.Value(loadersKey{}).(*loaderSlot)
 	if !ok {
 		panic("resolvers: no loaders in context (LoaderMiddleware missing)")
 	}
-	return l
+	slot.once.Do(func() { slot.l = slot.make() })
+	return slot.l
 }
 
 // LoaderMiddleware gives every request its own Loaders (opts as in NewLoaders).
 func LoaderMiddleware(cat *catalog.Service, opts ...dataloadgen.Option) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(WithLoaders(r.Context(), NewLoaders(cat, opts...))))
+			slot := &loaderSlot{make: func() *Loaders { return NewLoaders(cat, opts...) }}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loadersKey{}, slot)))
 		})
 	}
 }

@@ -167,34 +167,45 @@ func Source[T any](ctx context.Context, buffer int, start func(send func(T) bool
 		}
 		return Stream(ctx, ch), nil
 	}
-	// Events waiting for a Pull, in order; at most buffer of them, as the
-	// transport refuses more than that.
-	pending := make(chan T, buffer)
-	feed := make(chan T, 1)
+	// Events waiting for a Pull, in order (at most buffer of them: the
+	// transport refuses more than that); usually none, so a slice that is
+	// only allocated when needed rather than a channel per subscriber.
+	var mu sync.Mutex
+	var pending []T
 	p := t.push.p
 	send := func(v T) bool {
 		if data := t.s.cache.ready(v, t.key); data != nil {
 			return p.Data(data)
 		}
-		select {
-		case pending <- v:
-		default:
+		mu.Lock()
+		if len(pending) >= buffer {
+			mu.Unlock()
 			return false
 		}
+		pending = append(pending, v)
+		mu.Unlock()
 		return p.Pull()
 	}
 	if err := start(send, p.End); err != nil {
 		return nil, err
 	}
 	t.push.adopted = true
+	// Called once per Pull, after its event was queued.
 	t.recv = func(ctx context.Context) (any, bool) {
-		select {
-		case v := <-pending:
-			return v, true
-		case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		if len(pending) == 0 || ctx.Err() != nil {
 			return nil, false
 		}
+		v := pending[0]
+		var zero T
+		pending[0] = zero
+		if pending = pending[1:]; len(pending) == 0 {
+			pending = nil
+		}
+		return v, true
 	}
+	feed := make(chan T, 1)
 	t.feed = func(ctx context.Context, v any) {
 		select {
 		case feed <- v.(T):

@@ -3,6 +3,7 @@ package wsgorilla
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -69,16 +70,14 @@ func (b *broadcast) Exec(ctx context.Context) graphql.ResponseHandler {
 	}
 }
 
-// publish sends v to every subscriber not cut off, as a seat map hub does,
-// and ends those that cannot take it.
-func (b *broadcast) publish(v *string) {
+// publish sends v to subscriber i unless it was cut off, as a seat map hub
+// does, and ends it if it cannot take it.
+func (b *broadcast) publish(i int, v *string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, s := range b.subs {
-		if !s.cut && !s.send(v) {
-			s.cut = true
-			s.end()
-		}
+	if s := b.subs[i]; !s.cut && !s.send(v) {
+		s.cut = true
+		s.end()
 	}
 }
 
@@ -93,8 +92,17 @@ func TestPushedSubscriptions(t *testing.T) {
 		Transport{}.Do(w, r, ex)
 	}))
 	t.Cleanup(srv.Close)
-	dialSub := func() *websocket.Conn {
+	dialSub := func(rcvbuf int) *websocket.Conn {
 		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+		if rcvbuf > 0 { // a small receive window, so the stalled client's socket fills soon
+			d.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err == nil {
+					err = c.(*net.TCPConn).SetReadBuffer(rcvbuf)
+				}
+				return c, err
+			}
+		}
 		c, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
@@ -115,7 +123,7 @@ func TestPushedSubscriptions(t *testing.T) {
 	before := runtime.NumGoroutine()
 	const idle = 40
 	for range idle {
-		dialSub()
+		dialSub(0)
 	}
 	time.Sleep(100 * time.Millisecond) // let the handshakes' goroutines end
 	require.Less(t, runtime.NumGoroutine()-before, idle*3/2, "goroutines per idle pushed subscriber")
@@ -123,10 +131,10 @@ func TestPushedSubscriptions(t *testing.T) {
 	b.subs = nil // the big frames are for the next two only
 	b.mu.Unlock()
 
-	reader, stalled := dialSub(), dialSub()
+	reader, stalled := dialSub(0), dialSub(8<<10)
 	_ = stalled // never read
 	require.NoError(t, reader.SetReadDeadline(time.Now().Add(time.Minute)))
-	big := strings.Repeat("x", 256<<10)
+	big := strings.Repeat("x", 64<<10)
 	const frames = 150
 	got := make(chan int, frames)
 	go func() {
@@ -147,10 +155,12 @@ func TestPushedSubscriptions(t *testing.T) {
 	}()
 	// The source publishes at the reading client's pace: the other one's
 	// socket buffers fill, then its queue, and it is cut off; the reader
-	// must get every frame meanwhile.
+	// must get every frame meanwhile. The reader is sent each frame first
+	// (its writer executes it), the stalled client then gets the shared
+	// bytes, so what cuts it off is the transport's queue.
 	for i := range frames {
 		v := big[:len(big)-i] // a new value (pointer) per frame, its length is its number
-		b.publish(&v)
+		b.publish(0, &v)
 		select {
 		case n, ok := <-got:
 			require.True(t, ok, "the reading client's connection ended after %d frames", i)
@@ -158,6 +168,7 @@ func TestPushedSubscriptions(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("the reading client is held up at frame %d", i)
 		}
+		b.publish(1, &v)
 	}
 	b.mu.Lock()
 	cut := 0

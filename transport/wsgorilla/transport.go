@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -118,7 +119,7 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 		limit = 64 << 10
 	}
 	ws.SetReadLimit(limit)
-	c := &connection{t: t, ws: ws, exec: exec, headers: r.Header, ops: map[string]*op{}}
+	c := &connection{t: t, ws: ws, exec: exec, ops: map[string]*op{}}
 	switch ws.Subprotocol() {
 	case protoTransportWS:
 	case protoLegacyWS, "":
@@ -135,11 +136,10 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 }
 
 type connection struct {
-	t       Transport
-	ws      *websocket.Conn
-	exec    graphql.GraphExecutor
-	headers http.Header
-	legacy  bool // graphql-ws rather than graphql-transport-ws
+	t      Transport
+	ws     *websocket.Conn
+	exec   graphql.GraphExecutor
+	legacy bool // graphql-ws rather than graphql-transport-ws
 
 	ctx    context.Context // set by init, before any operation starts
 	cancel context.CancelFunc
@@ -214,39 +214,56 @@ func (c *connection) readLoop() {
 			deadline = time.Now().Add(2 * c.t.KeepAlive)
 		}
 		_ = c.ws.SetReadDeadline(deadline)
-		start := graphql.Now()
-		m, err := c.read()
+		_, r, err := c.ws.NextReader()
 		if err != nil {
-			if errors.Is(err, errInvalidMessage) {
-				c.connectionError("invalid json")
-				c.close(closeProtocolError, "decoding error")
-			} else if !isClose(err) {
+			if !isClose(err) {
 				c.reportError(fmt.Errorf("websocket read: %w", err))
 			}
 			return
 		}
-		switch {
-		case m.Type == "subscribe" && !c.legacy, m.Type == "start" && c.legacy:
-			c.subscribe(start, m)
-		case m.Type == "complete" && !c.legacy, m.Type == "stop" && c.legacy:
-			c.mu.Lock()
-			o := c.ops[m.ID]
-			c.mu.Unlock()
-			if o != nil {
-				o.cancel()
-			}
-		case m.Type == "ping" && !c.legacy:
-			c.write(message{Type: "pong", Payload: m.Payload})
-		case m.Type == "pong" && !c.legacy:
-			// Reading it extended the deadline.
-		case m.Type == "connection_terminate" && c.legacy:
-			return
-		default:
-			c.connectionError("unexpected message %s", m.Type)
-			c.close(closeProtocolError, "unexpected message")
+		// This goroutine spends its life parked in NextReader, which needs
+		// little stack; decoding and handling a message need several KiB,
+		// and a stack once grown stays grown. So the message is handled on a
+		// short-lived goroutine (messages are rare: a few per subscription)
+		// while this one waits, keeping the order of messages.
+		more := make(chan bool)
+		go func() { more <- c.handle(graphql.Now(), r) }()
+		if !<-more {
 			return
 		}
 	}
+}
+
+// handle decodes and acts on one client message; false ends the connection.
+func (c *connection) handle(start time.Time, r io.Reader) bool {
+	var m message
+	if err := json.NewDecoder(r).Decode(&m); err != nil {
+		c.connectionError("invalid json")
+		c.close(closeProtocolError, "decoding error")
+		return false
+	}
+	switch {
+	case m.Type == "subscribe" && !c.legacy, m.Type == "start" && c.legacy:
+		c.subscribe(start, m)
+	case m.Type == "complete" && !c.legacy, m.Type == "stop" && c.legacy:
+		c.mu.Lock()
+		o := c.ops[m.ID]
+		c.mu.Unlock()
+		if o != nil {
+			o.cancel()
+		}
+	case m.Type == "ping" && !c.legacy:
+		c.write(message{Type: "pong", Payload: m.Payload})
+	case m.Type == "pong" && !c.legacy:
+		// Reading it extended the deadline.
+	case m.Type == "connection_terminate" && c.legacy:
+		return false
+	default:
+		c.connectionError("unexpected message %s", m.Type)
+		c.close(closeProtocolError, "unexpected message")
+		return false
+	}
+	return true
 }
 
 // init runs InitFunc and acknowledges; false means the connection is closed.
@@ -346,7 +363,6 @@ func (c *connection) run(ctx context.Context, o *op, start time.Time, m message)
 		return
 	}
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	params.Headers = c.headers
 
 	ctx = graphql.StartOperationTrace(ctx)
 	rc, errs := c.exec.CreateOperationContext(ctx, params)
