@@ -22,7 +22,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"reflect"
-	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -63,8 +63,7 @@ type tapKey struct{}
 // tap connects Exec to the resolver's Stream or Source call: Exec reads the
 // events, and hands gqlgen (through feed) only those it must execute itself.
 type tap struct {
-	recv func(ctx context.Context) (any, bool)
-	feed func(ctx context.Context, v any)
+	src source // set by Stream or Source
 
 	// Set when the transport asked for pushes (WithPusher).
 	s    *Schema
@@ -88,6 +87,79 @@ type Pusher interface {
 	// End says the stream has ended: once what is queued is sent, the
 	// operation is complete.
 	End()
+}
+
+// source is what Exec reads a subscriber's events from (recv), and how it
+// hands gqlgen one to execute (feed).
+type source interface {
+	recv(ctx context.Context) (any, bool)
+	feed(ctx context.Context, v any)
+}
+
+// chanSource reads the events from a channel (Stream).
+type chanSource[T any] struct {
+	src <-chan T
+	out chan T // what gqlgen reads: only the events it must execute
+}
+
+func (c *chanSource[T]) recv(ctx context.Context) (any, bool) {
+	select {
+	case v, ok := <-c.src:
+		return v, ok
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+func (c *chanSource[T]) feed(ctx context.Context, v any) {
+	select {
+	case c.out <- v.(T):
+	case <-ctx.Done(): // gqlgen then ends the stream without reading
+	}
+}
+
+// pushSource is a pushed subscriber's source (Source with a Pusher): the
+// hub calls send, Exec's recv takes the events waiting for a Pull. One
+// object per subscriber: thousands of them sit idle.
+type pushSource[T any] struct {
+	chanSource[T] // out only
+	t             *tap
+	buffer        int
+	mu            sync.Mutex
+	// Events waiting for a Pull, in order (at most buffer of them: the
+	// transport refuses more than that); usually none.
+	pending []T
+}
+
+func (s *pushSource[T]) send(v T) bool {
+	p := s.t.push.p
+	if data := s.t.s.cache.ready(v, s.t.key); data != nil {
+		return p.Data(data)
+	}
+	s.mu.Lock()
+	if len(s.pending) >= s.buffer {
+		s.mu.Unlock()
+		return false
+	}
+	s.pending = append(s.pending, v)
+	s.mu.Unlock()
+	return p.Pull()
+}
+
+// recv is called once per Pull, after its event was queued.
+func (s *pushSource[T]) recv(ctx context.Context) (any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 || ctx.Err() != nil {
+		return nil, false
+	}
+	v := s.pending[0]
+	var zero T
+	s.pending[0] = zero
+	if s.pending = s.pending[1:]; len(s.pending) == 0 {
+		s.pending = nil
+	}
+	return v, true
 }
 
 type pushKey struct{}
@@ -119,25 +191,12 @@ func Pushed(ctx context.Context) bool {
 // identity is the cache key).
 func Stream[T any](ctx context.Context, src <-chan T) <-chan T {
 	t, _ := ctx.Value(tapKey{}).(*tap)
-	if t == nil || t.recv != nil || reflect.TypeFor[T]().Kind() != reflect.Pointer {
+	if t == nil || t.src != nil || reflect.TypeFor[T]().Kind() != reflect.Pointer {
 		return src
 	}
-	feed := make(chan T, 1)
-	t.recv = func(ctx context.Context) (any, bool) {
-		select {
-		case v, ok := <-src:
-			return v, ok
-		case <-ctx.Done():
-			return nil, false
-		}
-	}
-	t.feed = func(ctx context.Context, v any) {
-		select {
-		case feed <- v.(T):
-		case <-ctx.Done(): // gqlgen then ends the stream without reading
-		}
-	}
-	return feed
+	c := &chanSource[T]{src: src, out: make(chan T, 1)}
+	t.src = c
+	return c.out
 }
 
 // Source starts a shared subscription's source and returns the channel the
@@ -152,7 +211,7 @@ func Stream[T any](ctx context.Context, src <-chan T) <-chan T {
 // unmodified to every subscriber.
 func Source[T any](ctx context.Context, buffer int, start func(send func(T) bool, end func()) error) (<-chan T, error) {
 	t, _ := ctx.Value(tapKey{}).(*tap)
-	if t == nil || t.recv != nil || t.push == nil || reflect.TypeFor[T]().Kind() != reflect.Pointer {
+	if t == nil || t.src != nil || t.push == nil || reflect.TypeFor[T]().Kind() != reflect.Pointer {
 		ch := make(chan T, buffer)
 		send := func(v T) bool {
 			select {
@@ -167,52 +226,14 @@ func Source[T any](ctx context.Context, buffer int, start func(send func(T) bool
 		}
 		return Stream(ctx, ch), nil
 	}
-	// Events waiting for a Pull, in order (at most buffer of them: the
-	// transport refuses more than that); usually none, so a slice that is
-	// only allocated when needed rather than a channel per subscriber.
-	var mu sync.Mutex
-	var pending []T
-	p := t.push.p
-	send := func(v T) bool {
-		if data := t.s.cache.ready(v, t.key); data != nil {
-			return p.Data(data)
-		}
-		mu.Lock()
-		if len(pending) >= buffer {
-			mu.Unlock()
-			return false
-		}
-		pending = append(pending, v)
-		mu.Unlock()
-		return p.Pull()
-	}
-	if err := start(send, p.End); err != nil {
+	ps := &pushSource[T]{t: t, buffer: buffer}
+	if err := start(ps.send, t.push.p.End); err != nil {
 		return nil, err
 	}
 	t.push.adopted = true
-	// Called once per Pull, after its event was queued.
-	t.recv = func(ctx context.Context) (any, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(pending) == 0 || ctx.Err() != nil {
-			return nil, false
-		}
-		v := pending[0]
-		var zero T
-		pending[0] = zero
-		if pending = pending[1:]; len(pending) == 0 {
-			pending = nil
-		}
-		return v, true
-	}
-	feed := make(chan T, 1)
-	t.feed = func(ctx context.Context, v any) {
-		select {
-		case feed <- v.(T):
-		case <-ctx.Done():
-		}
-	}
-	return feed, nil
+	ps.out = make(chan T, 1)
+	t.src = ps
+	return ps.out, nil
 }
 
 // Exec implements graphql.ExecutableSchema.
@@ -224,11 +245,11 @@ func (s *Schema) Exec(ctx context.Context) graphql.ResponseHandler {
 	t := &tap{s: s, key: key}
 	t.push, _ = ctx.Value(pushKey{}).(*pushState)
 	next := s.ExecutableSchema.Exec(context.WithValue(ctx, tapKey{}, t))
-	if t.recv == nil { // the resolver failed, or does not use Stream
+	if t.src == nil { // the resolver failed, or does not use Stream or Source
 		return next
 	}
 	return func(ctx context.Context) *graphql.Response {
-		v, ok := t.recv(ctx)
+		v, ok := t.src.recv(ctx)
 		if !ok {
 			return nil
 		}
@@ -248,7 +269,7 @@ func (s *Schema) Exec(ctx context.Context) graphql.ResponseHandler {
 		if first {
 			defer func() { s.cache.settle(e, resp, ctx) }()
 		}
-		t.feed(ctx, v)
+		t.src.feed(ctx, v)
 		resp = next(ctx)
 		return resp
 	}
@@ -269,8 +290,7 @@ func (s *Schema) operationKey(oc *graphql.OperationContext) ([32]byte, bool) {
 	vars := oc.Variables
 	if a := f.Arguments.ForName("after"); a != nil && a.Value != nil && a.Value.Kind == ast.Variable {
 		// Its declaration and this use, and nothing else, mention it.
-		re := regexp.MustCompile(`\$` + regexp.QuoteMeta(a.Value.Raw) + `\b`)
-		if len(re.FindAllStringIndex(oc.RawQuery, 3)) == 2 {
+		if mentions(oc.RawQuery, a.Value.Raw) == 2 {
 			vars = make(map[string]any, len(oc.Variables))
 			for k, v := range oc.Variables {
 				if k != a.Value.Raw {
@@ -291,6 +311,26 @@ func (s *Schema) operationKey(oc *graphql.OperationContext) ([32]byte, bool) {
 	var k [32]byte
 	h.Sum(k[:0])
 	return k, true
+}
+
+// mentions counts the references to variable $name in a document (a
+// "$name" not followed by a name character).
+func mentions(doc, name string) int {
+	n := 0
+	for i := 0; ; {
+		j := strings.Index(doc[i:], "$"+name)
+		if j < 0 {
+			return n
+		}
+		i += j + 1 + len(name)
+		if i == len(doc) || !isNameChar(doc[i]) {
+			n++
+		}
+	}
+}
+
+func isNameChar(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // cache holds the results of recent events per operation.

@@ -45,7 +45,7 @@ import (
 // an *InitError to choose the close code).
 type Transport struct {
 	// Upgrader accepts the connection; set CheckOrigin. ReadBufferSize
-	// defaults to 512 bytes, WriteBufferSize to 16 KiB and WriteBufferPool
+	// defaults to 256 bytes, WriteBufferSize to 16 KiB and WriteBufferPool
 	// to a shared pool.
 	Upgrader websocket.Upgrader
 	// InitFunc authenticates connection_init; its context is the parent of
@@ -100,7 +100,7 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 		}
 	}
 	if up.ReadBufferSize == 0 {
-		up.ReadBufferSize = 512
+		up.ReadBufferSize = 256 // client messages are small; idle connections are many
 	}
 	if up.WriteBufferPool == nil {
 		up.WriteBufferPool = &writePool
