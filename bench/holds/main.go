@@ -117,8 +117,12 @@ func main() {
 	}
 	// A short warm-up run, so the measured runs start, like a real sale,
 	// with a holds history that the planner knows about (see reset).
+	// The pause outlasts the holds service's in-flight window (2 s): the
+	// first measured run deals the same seats again, and a younger lease
+	// of the warm-up's users would be a fast conflict.
 	reset(ctx, a.Pool, spread)
 	run(endpoint, spread, slices.Max(counts), 2*time.Second)
+	time.Sleep(3 * time.Second)
 
 	fmt.Printf("\n%-22s %8s %10s %9s %9s %9s %9s\n", "run", "clients", "holds/s", "p50 ms", "p99 ms", "conflict", "errors")
 	results := map[string]float64{}
