@@ -547,12 +547,14 @@ func (p *pushOp) drain() {
 			if it.data != nil {
 				p.c.writeParts(pushWriteWait, p.head, it.data, []byte(`}}`))
 			} else if resp := p.responses(p.ctx); resp != nil {
-				p.c.sendResponse(p.id, resp)
+				p.c.respond(pushWriteWait, p.id, resp)
 			}
 			batch[i] = pushItem{}
 		}
 		p.mu.Lock()
-		p.spare = batch[:0]
+		if cap(batch) <= 4 { // an idle subscriber keeps no burst-sized array
+			p.spare = batch[:0]
+		}
 		p.mu.Unlock()
 	}
 }
@@ -591,6 +593,11 @@ func (c *connection) finish(ctx context.Context, o *op, id string, rc *graphql.O
 // (the common case) is framed around gqlgen's bytes as they are: they are
 // valid JSON already, and re-encoding them is what made fan-out expensive.
 func (c *connection) sendResponse(id string, resp *graphql.Response) {
+	c.respond(writeWait, id, resp)
+}
+
+// respond is sendResponse with the write's time limit.
+func (c *connection) respond(wait time.Duration, id string, resp *graphql.Response) {
 	typ := "next"
 	if c.legacy {
 		typ = "data"
@@ -600,14 +607,14 @@ func (c *connection) sendResponse(id string, resp *graphql.Response) {
 		if len(data) == 0 {
 			data = []byte("null")
 		}
-		c.writeFrame(id, typ, []byte(`{"data":`), data, []byte(`}`))
+		c.writeFrameWait(wait, id, typ, []byte(`{"data":`), data, []byte(`}`))
 		return
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
 		panic(err)
 	}
-	c.write(message{ID: id, Type: typ, Payload: b})
+	c.writeFrameWait(wait, id, typ, b)
 }
 
 func (c *connection) complete(id string) { c.write(message{ID: id, Type: "complete"}) }
@@ -643,12 +650,17 @@ func (c *connection) write(m message) {
 // fails or cannot finish within writeWait closes the connection: the peer
 // is gone or not reading.
 func (c *connection) writeFrame(id, typ string, payload ...[]byte) {
+	c.writeFrameWait(writeWait, id, typ, payload...)
+}
+
+// writeFrameWait is writeFrame with the write's time limit.
+func (c *connection) writeFrameWait(wait time.Duration, id, typ string, payload ...[]byte) {
 	b := writeBufs.Get().(*[]byte)
 	buf := frameHead((*b)[:0], id, typ, len(payload) > 0)
 	parts := make([][]byte, 0, 6)
 	parts = append(parts, buf)
 	parts = append(parts, payload...)
-	c.writeParts(writeWait, append(parts, []byte{'}'})...)
+	c.writeParts(wait, append(parts, []byte{'}'})...)
 	*b = buf
 	writeBufs.Put(b)
 }
