@@ -3,20 +3,23 @@ package app
 import (
 	"net/http"
 	"net/netip"
-	"os"
 
 	"github.com/ticketing/ticketing/queue"
 )
 
-// initQueue builds the virtual waiting room from QUEUE_SIGNING_KEY and the
-// queue's own variables (queue.ConfigFromEnv: QUEUE_ADMIT_RATE, QUEUE_WINDOW,
+// initQueue builds the virtual waiting room from the configuration
+// (config.Config.Queue: QUEUE_SIGNING_KEY, QUEUE_ADMIT_RATE, QUEUE_WINDOW,
 // QUEUE_ADMISSION_TTL, QUEUE_JOIN_RATE_USER, QUEUE_JOIN_RATE_ADDR,
 // TRUSTED_PROXIES).
 func (a *App) initQueue() error {
-	qcfg, err := queue.ConfigFromEnv(os.Getenv, a.Cfg.QueueSigningKey)
-	if err != nil {
-		return err
+	qcfg := a.Cfg.Queue
+	if len(qcfg.SigningKey) == 0 { // a Config not made by config.Load (tests)
+		var err error
+		if qcfg, err = queue.ConfigFromEnv(func(string) string { return "" }, a.Cfg.QueueSigningKey); err != nil {
+			return err
+		}
 	}
+	var err error
 	a.Queue, err = queue.New(queue.Deps{
 		Redis: a.Redis, Events: a.Store, Now: a.Now, Log: a.Log, Metrics: a.Metrics,
 	}, qcfg)

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/ticketing/ticketing/queue"
 )
 
 // Config is every setting of the ticketing binary.
@@ -47,6 +49,9 @@ type Config struct {
 	// DebugAddr (DEBUG_ADDR, default empty: off) is a separate listener for
 	// net/http/pprof; keep it on loopback.
 	DebugAddr string
+	// Queue is the virtual waiting room's configuration (QUEUE_* and
+	// TRUSTED_PROXIES, see queue.ConfigFromEnv), signed with QueueSigningKey.
+	Queue queue.Config
 	// Dev is true when keys were generated at start (development mode).
 	GeneratedKeys []string
 }
@@ -104,7 +109,15 @@ func Load(getenv func(string) string) (Config, error) {
 		c.TicketSigningKey = randomKey()
 		c.GeneratedKeys = append(c.GeneratedKeys, "TICKET_SIGNING_KEY")
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	q, err := queue.ConfigFromEnv(getenv, c.QueueSigningKey)
+	if err != nil {
+		return c, err
+	}
+	c.Queue = q
+	return c, nil
 }
 
 func (c Config) validate() error {

@@ -39,15 +39,15 @@ type api struct {
 // behind httptest.NewServer, with one queue-protected event on sale and one
 // without a queue.
 func newAPI(t *testing.T) (a *api, queued, plain string) {
-	t.Setenv("QUEUE_KEY_PREFIX", testdb.RedisPrefix(t))
-	t.Setenv("QUEUE_JOIN_RATE_USER", "1") // burst 5
-	t.Setenv("QUEUE_ADMIT_RATE", "1000")
 	env := map[string]string{
-		"DATABASE_URL":     testdb.NewDatabase(t),
-		"REDIS_URL":        testdb.RedisURL(),
-		"JWT_ISSUER":       issuer,
-		"JWT_AUDIENCE":     audience,
-		"JWT_HS256_SECRET": secret,
+		"DATABASE_URL":         testdb.NewDatabase(t),
+		"REDIS_URL":            testdb.RedisURL(),
+		"JWT_ISSUER":           issuer,
+		"JWT_AUDIENCE":         audience,
+		"JWT_HS256_SECRET":     secret,
+		"QUEUE_KEY_PREFIX":     testdb.RedisPrefix(t),
+		"QUEUE_JOIN_RATE_USER": "1", // burst 5
+		"QUEUE_ADMIT_RATE":     "1000",
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
