@@ -420,6 +420,23 @@ func SubscribeFunc[T any](ctx context.Context, s *Service, eventID, after string
 	return nil
 }
 
+// Subscribers is the number of live subscriptions on this instance.
+func (s *Service) Subscribers() int {
+	s.mu.Lock()
+	hubs := make([]*hub, 0, len(s.hubs))
+	for _, h := range s.hubs {
+		hubs = append(hubs, h)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, h := range hubs {
+		h.mu.Lock()
+		n += len(h.subs)
+		h.mu.Unlock()
+	}
+	return n
+}
+
 // Buffer is how many messages a subscriber may have waiting before it is
 // cut off.
 func (s *Service) Buffer() int { return s.cfg.Buffer }
