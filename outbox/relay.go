@@ -115,6 +115,8 @@ type Relay struct {
 	lag       prometheus.Gauge
 	published *prometheus.CounterVec
 	failures  prometheus.Counter
+	delay     prometheus.Histogram
+	batch     prometheus.Histogram
 }
 
 // New returns a relay over the pool that publishes every row to each sink.
@@ -145,9 +147,19 @@ func New(pool *pgxpool.Pool, cfg Config, sinks ...Sink) *Relay {
 			Name: "ticketing_outbox_publish_failures_total",
 			Help: "Outbox batches whose publication failed and will be retried.",
 		}),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ticketing_outbox_publish_delay_seconds",
+			Help:    "From an outbox row's insert to its publication to every sink (its transaction's start to the relay's commit of the batch).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .15, .2, .3, .5, 1, 2.5, 5, 10},
+		}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ticketing_outbox_batch_seconds",
+			Help:    "Duration of one relay batch transaction that published rows (read, publish, delete, commit).",
+			Buckets: []float64{.002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
 	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{r.lag, r.published, r.failures} {
+		for _, c := range []prometheus.Collector{r.lag, r.published, r.failures, r.delay, r.batch} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				var are prometheus.AlreadyRegisteredError
 				if !errors.As(err, &are) {
@@ -294,7 +306,9 @@ func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
 	var (
 		rows []Row
 		busy bool
+		read time.Time // when the batch was read (rows' Age is as of then)
 	)
+	start := time.Now()
 	err := r.st.InTx(ctx, func(tx *store.Store) error {
 		rows, busy = nil, false
 		ok, err := tx.OutboxTryLock(ctx, partition)
@@ -309,6 +323,7 @@ func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
 		if err != nil || len(batch) == 0 {
 			return err
 		}
+		read = time.Now()
 		for _, s := range r.sinks {
 			var err error
 			if ts, ok := s.(TxSink); ok {
@@ -339,6 +354,11 @@ func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
 				ts.Committed()
 			}
 		}
+		since := time.Since(read).Seconds()
+		for _, row := range rows {
+			r.delay.Observe(row.Age + since)
+		}
+		r.batch.Observe(time.Since(start).Seconds())
 	}
 	for _, row := range rows {
 		r.published.WithLabelValues(row.Topic).Inc()

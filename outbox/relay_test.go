@@ -156,4 +156,21 @@ func TestProjectionLagMetric(t *testing.T) {
 	fail = false
 	mu.Unlock()
 	require.Eventually(t, func() bool { return lag() == 0 }, 5*time.Second, 20*time.Millisecond)
+
+	// The row's publication delay counts the time it was stuck.
+	hist := func(name string) (count uint64, sum float64) {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				h := mf.GetMetric()[0].GetHistogram()
+				return h.GetSampleCount(), h.GetSampleSum()
+			}
+		}
+		return 0, 0
+	}
+	n, sum := hist("ticketing_outbox_publish_delay_seconds")
+	require.EqualValues(t, 1, n)
+	require.Greater(t, sum, 0.2)
+	n, _ = hist("ticketing_outbox_batch_seconds")
+	require.EqualValues(t, 1, n, "one batch published rows")
 }

@@ -15,6 +15,8 @@ type OutboxRow struct {
 	Topic     string          `db:"topic"`
 	Payload   json.RawMessage `db:"payload"`
 	CreatedAt time.Time       `db:"created_at"`
+	// Age is how old the row was when the relay read it (database clock).
+	Age float64 `db:"age"`
 }
 
 // outboxLockClass is the first key of the relay's per-partition advisory
@@ -29,7 +31,8 @@ const (
 	// The partition of a row is a hash of its event, so one event's rows are
 	// always handled by one relay at a time, in id order.
 	sqlOutboxBatch = `
-SELECT id, event_id::text AS event_id, topic, payload, created_at
+SELECT id, event_id::text AS event_id, topic, payload, created_at,
+       extract(epoch FROM clock_timestamp() - created_at)::float8 AS age
 FROM outbox
 WHERE (hashtext(coalesce(event_id::text, '')) & 2147483647) % $1 = $2
 ORDER BY id

@@ -178,6 +178,7 @@ frames: %.0f sent by the server, %.0f entries coalesced into them; dropped slow 
 seat updates received by clients: %d (latency samples %d)
 commit -> client receipt: p50=%s p99=%s max=%s
 newest stream entry of a frame -> client receipt: p50=%s p99=%s
+relay, insert -> published (ticketing_outbox_publish_delay_seconds): p50<=%s p99<=%s; relay batch p50<=%s p99<=%s
 server RSS: idle %.1f MiB -> %d subscribers %.1f MiB (under load %.1f MiB); Go heap in use %.1f -> %.1f MiB
 memory per idle subscriber: RSS %.1f KiB, heap %.1f KiB
 CPU during load (+2 s): server %.1f s, load generator (clients + hold workers) %.1f s, of %.0f s available
@@ -186,6 +187,8 @@ CPU during load (+2 s): server %.1f s, load generator (clients + hold workers) %
 		metric(addr, "ticketing_seatmap_frames_total"), metric(addr, "ticketing_seatmap_coalesced_entries_total"),
 		metric(addr, "ticketing_seatmap_dropped_subscribers_total"),
 		received.Load(), n, p50, p99, max, fp50, fp99,
+		histQuantile(addr, "ticketing_outbox_publish_delay_seconds", 0.5), histQuantile(addr, "ticketing_outbox_publish_delay_seconds", 0.99),
+		histQuantile(addr, "ticketing_outbox_batch_seconds", 0.5), histQuantile(addr, "ticketing_outbox_batch_seconds", 0.99),
 		mib(rss0), subscribers, mib(rss1), mib(rss2), mib(heap0), mib(heap1),
 		float64(rss1-rss0)/1024/float64(subscribers), float64(heap1-heap0)/1024/float64(subscribers),
 		loadCPU.Seconds(), selfCPU.Seconds(), (loadFor+2*time.Second).Seconds()*float64(runtime.NumCPU()))
@@ -468,6 +471,41 @@ func serverMem(t *testing.T, pid int, addr string) (rss, heap float64) {
 		}
 	}
 	return rss, metric(addr, "go_memstats_heap_inuse_bytes")
+}
+
+// histQuantile is the upper bound of the bucket of a Prometheus histogram
+// (from /metrics) that holds quantile q.
+func histQuantile(addr, name string, q float64) string {
+	r, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "?"
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for _, l := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(l, name+`_bucket{le="`)
+		if !ok {
+			continue
+		}
+		le, n, _ := strings.Cut(rest, `"} `)
+		lv, err1 := strconv.ParseFloat(le, 64)
+		nv, err2 := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		if err1 == nil && err2 == nil {
+			bs = append(bs, bucket{lv, nv})
+		}
+	}
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return "?"
+	}
+	total := bs[len(bs)-1].n
+	for _, bk := range bs {
+		if bk.n >= q*total {
+			return (time.Duration(bk.le * float64(time.Second))).String()
+		}
+	}
+	return "?"
 }
 
 // metric reads one unlabelled (or summed) sample from /metrics.
