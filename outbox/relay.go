@@ -303,48 +303,24 @@ func (r *Relay) Once(ctx context.Context, partition int) (int, error) {
 
 // once is Once that also tells whether another relay held the partition.
 func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
-	var (
-		rows []Row
-		busy bool
-		read time.Time // when the batch was read (rows' Age is as of then)
-	)
+	var read time.Time // when the batch was read (rows' Age is as of then)
 	start := time.Now()
-	err := r.st.InTx(ctx, func(tx *store.Store) error {
-		rows, busy = nil, false
-		ok, err := tx.OutboxTryLock(ctx, partition)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			busy = true
+	rows, locked, err := r.st.OutboxRelayBatch(ctx, partition, r.cfg.Partitions, r.cfg.BatchSize,
+		func(tx *store.Store, batch []Row) error {
+			read = time.Now()
+			for _, s := range r.sinks {
+				var err error
+				if ts, ok := s.(TxSink); ok {
+					err = ts.PublishTx(ctx, tx, batch)
+				} else {
+					err = s.Publish(ctx, batch)
+				}
+				if err != nil {
+					return err
+				}
+			}
 			return nil
-		}
-		batch, err := tx.OutboxBatch(ctx, partition, r.cfg.Partitions, r.cfg.BatchSize)
-		if err != nil || len(batch) == 0 {
-			return err
-		}
-		read = time.Now()
-		for _, s := range r.sinks {
-			var err error
-			if ts, ok := s.(TxSink); ok {
-				err = ts.PublishTx(ctx, tx, batch)
-			} else {
-				err = s.Publish(ctx, batch)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		ids := make([]int64, len(batch))
-		for i, row := range batch {
-			ids[i] = row.ID
-		}
-		if err := tx.OutboxDelete(ctx, ids); err != nil {
-			return err
-		}
-		rows = batch
-		return nil
-	})
+		})
 	if err != nil {
 		return 0, false, err
 	}
@@ -363,7 +339,7 @@ func (r *Relay) once(ctx context.Context, partition int) (int, bool, error) {
 	for _, row := range rows {
 		r.published.WithLabelValues(row.Topic).Inc()
 	}
-	return len(rows), busy, nil
+	return len(rows), !locked, nil
 }
 
 // PublishAll drains every partition once (for tests and tools such as a

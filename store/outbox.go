@@ -24,9 +24,25 @@ type OutboxRow struct {
 const outboxLockClass = 0x6f7574
 
 const (
-	// A transaction-level lock: released at commit, rollback, or when the
-	// relay's connection dies, so a crashed relay never stalls a partition.
-	sqlOutboxTryLock = `SELECT pg_try_advisory_xact_lock($1, $2)`
+	// The relay's claim of a partition: a transaction-level lock (released
+	// at commit, rollback, or when the relay's connection dies, so a crashed
+	// relay never stalls a partition), then, only if it was taken, the
+	// partition's oldest rows. One row comes back even when the lock was
+	// not taken or the partition is empty (ok, NULLs). The rows are read
+	// with the statement's snapshot, taken just before the lock: a relay
+	// that gets the lock as another commits its batch may read some of that
+	// batch again and publish it twice, which every consumer tolerates (at
+	// least once, newest version wins); nothing is skipped.
+	sqlOutboxClaim = `
+WITH l AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($1, $2) AS ok)
+SELECT l.ok, b.id, b.event_id, b.topic, b.payload, b.created_at, b.age
+FROM l LEFT JOIN LATERAL (
+    SELECT id, event_id::text AS event_id, topic, payload, created_at,
+           extract(epoch FROM clock_timestamp() - created_at)::float8 AS age
+    FROM outbox
+    WHERE l.ok AND (hashtext(coalesce(event_id::text, '')) & 2147483647) % $3 = $2
+    ORDER BY id
+    LIMIT $4) b ON true`
 
 	// The partition of a row is a hash of its event, so one event's rows are
 	// always handled by one relay at a time, in id order.
@@ -45,12 +61,89 @@ LIMIT $3`
 	sqlOutboxInsert = `INSERT INTO outbox (event_id, topic, payload) VALUES ($1, $2, $3)`
 )
 
-// OutboxTryLock takes the relay lock of one partition for the current
-// transaction; false means another relay holds it. Call it inside InTx.
-func (s *Store) OutboxTryLock(ctx context.Context, partition int) (bool, error) {
-	var ok bool
-	err := s.db.QueryRow(ctx, sqlOutboxTryLock, outboxLockClass, partition).Scan(&ok)
-	return ok, wrap("outbox lock", err)
+// OutboxRelayBatch is one relay batch of a partition, in one transaction
+// and three round trips: BEGIN with the claim (lock and read), publish's
+// own statements, then the DELETE of the batch with COMMIT. publish gets a
+// Store on the transaction and the rows (never empty); its error rolls
+// everything back. locked is false when another relay holds the partition.
+// It needs a Store made by New (it takes a connection of its own).
+func (s *Store) OutboxRelayBatch(ctx context.Context, partition, partitions, limit int,
+	publish func(tx *Store, batch []OutboxRow) error) (batch []OutboxRow, locked bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, wrap("outbox batch", err)
+	}
+	defer conn.Release() // a connection still in a transaction is discarded
+	rollback := func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK") }
+
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sqlOutboxClaim, outboxLockClass, partition, partitions, limit)
+	br := conn.SendBatch(ctx, b)
+	if _, err = br.Exec(); err == nil {
+		batch, locked, err = scanClaim(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || !locked || len(batch) == 0 {
+		rollback() // nothing written: ending it either way releases the lock
+		return nil, locked, wrap("outbox batch", err)
+	}
+	if err := publish(&Store{db: conn, pool: s.pool}, batch); err != nil {
+		rollback()
+		return nil, true, err
+	}
+	ids := make([]int64, len(batch))
+	for i, r := range batch {
+		ids[i] = r.ID
+	}
+	b = &pgx.Batch{}
+	b.Queue(sqlOutboxDelete, ids)
+	b.Queue("COMMIT")
+	br = conn.SendBatch(ctx, b)
+	if _, err = br.Exec(); err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		rollback()
+		return nil, true, wrap("outbox commit", err)
+	}
+	return batch, true, nil
+}
+
+// scanClaim reads sqlOutboxClaim's rows.
+func scanClaim(br pgx.BatchResults) ([]OutboxRow, bool, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var (
+		out    []OutboxRow
+		locked bool
+	)
+	for rows.Next() {
+		var (
+			id      *int64
+			r       OutboxRow
+			topic   *string
+			created *time.Time
+			age     *float64
+		)
+		if err := rows.Scan(&locked, &id, &r.EventID, &topic, &r.Payload, &created, &age); err != nil {
+			return nil, false, err
+		}
+		if id == nil { // not locked, or nothing to publish
+			continue
+		}
+		r.ID, r.Topic, r.CreatedAt, r.Age = *id, *topic, *created, *age
+		out = append(out, r)
+	}
+	return out, locked, rows.Err()
 }
 
 // OutboxBatch returns up to limit unpublished rows of one partition (of
