@@ -24,25 +24,26 @@ type OutboxRow struct {
 const outboxLockClass = 0x6f7574
 
 const (
-	// The relay's claim of a partition: a transaction-level lock (released
-	// at commit, rollback, or when the relay's connection dies, so a crashed
-	// relay never stalls a partition), then, only if it was taken, the
-	// partition's oldest rows. One row comes back even when the lock was
-	// not taken or the partition is empty (ok, NULLs). The rows are read
-	// with the statement's snapshot, taken just before the lock: a relay
-	// that gets the lock as another commits its batch may read some of that
-	// batch again and publish it twice, which every consumer tolerates (at
-	// least once, newest version wins); nothing is skipped.
-	sqlOutboxClaim = `
-WITH l AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($1, $2) AS ok)
-SELECT l.ok, b.id, b.event_id, b.topic, b.payload, b.created_at, b.age
-FROM l LEFT JOIN LATERAL (
-    SELECT id, event_id::text AS event_id, topic, payload, created_at,
-           extract(epoch FROM clock_timestamp() - created_at)::float8 AS age
-    FROM outbox
-    WHERE l.ok AND (hashtext(coalesce(event_id::text, '')) & 2147483647) % $3 = $2
-    ORDER BY id
-    LIMIT $4) b ON true`
+	// The relay's lock of a partition: transaction-level (released at
+	// commit, rollback, or when the relay's connection dies, so a crashed
+	// relay never stalls a partition). Whether it was taken is also noted
+	// in a transaction-local setting, for sqlOutboxBatchIfLocked.
+	sqlOutboxLock = `
+SELECT ok, set_config('ticketing.outbox_locked', ok::text, true)
+FROM (SELECT pg_try_advisory_xact_lock($1, $2) AS ok) l`
+
+	// The partition's oldest rows, if sqlOutboxLock took the lock in this
+	// transaction. A statement of its own (not a join with the lock), so
+	// its snapshot is taken once the lock is held: a batch that another
+	// relay committed before we got the lock is never read again.
+	sqlOutboxBatchIfLocked = `
+SELECT id, event_id::text AS event_id, topic, payload, created_at,
+       extract(epoch FROM clock_timestamp() - created_at)::float8 AS age
+FROM outbox
+WHERE current_setting('ticketing.outbox_locked', true) = 'true'
+  AND (hashtext(coalesce(event_id::text, '')) & 2147483647) % $1 = $2
+ORDER BY id
+LIMIT $3`
 
 	// The partition of a row is a hash of its event, so one event's rows are
 	// always handled by one relay at a time, in id order.
@@ -62,8 +63,9 @@ LIMIT $3`
 )
 
 // OutboxRelayBatch is one relay batch of a partition, in one transaction
-// and three round trips: BEGIN with the claim (lock and read), publish's
-// own statements, then the DELETE of the batch with COMMIT. publish gets a
+// and three round trips: BEGIN, the lock and the read pipelined (three
+// statements, one round trip), publish's own statements, then the DELETE
+// of the batch pipelined with COMMIT. publish gets a
 // Store on the transaction and the rows (never empty); its error rolls
 // everything back. locked is false when another relay holds the partition.
 // It needs a Store made by New (it takes a connection of its own).
@@ -78,10 +80,18 @@ func (s *Store) OutboxRelayBatch(ctx context.Context, partition, partitions, lim
 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(sqlOutboxClaim, outboxLockClass, partition, partitions, limit)
+	b.Queue(sqlOutboxLock, outboxLockClass, partition)
+	b.Queue(sqlOutboxBatchIfLocked, partitions, partition, limit)
 	br := conn.SendBatch(ctx, b)
 	if _, err = br.Exec(); err == nil {
-		batch, locked, err = scanClaim(br)
+		var note string
+		err = br.QueryRow().Scan(&locked, &note)
+	}
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			batch, err = pgx.CollectRows(rows, pgx.RowToStructByName[OutboxRow])
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -113,37 +123,6 @@ func (s *Store) OutboxRelayBatch(ctx context.Context, partition, partitions, lim
 		return nil, true, wrap("outbox commit", err)
 	}
 	return batch, true, nil
-}
-
-// scanClaim reads sqlOutboxClaim's rows.
-func scanClaim(br pgx.BatchResults) ([]OutboxRow, bool, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	var (
-		out    []OutboxRow
-		locked bool
-	)
-	for rows.Next() {
-		var (
-			id      *int64
-			r       OutboxRow
-			topic   *string
-			created *time.Time
-			age     *float64
-		)
-		if err := rows.Scan(&locked, &id, &r.EventID, &topic, &r.Payload, &created, &age); err != nil {
-			return nil, false, err
-		}
-		if id == nil { // not locked, or nothing to publish
-			continue
-		}
-		r.ID, r.Topic, r.CreatedAt, r.Age = *id, *topic, *created, *age
-		out = append(out, r)
-	}
-	return out, locked, rows.Err()
 }
 
 // OutboxBatch returns up to limit unpublished rows of one partition (of
