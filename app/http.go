@@ -25,6 +25,7 @@ import (
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/graph"
+	"github.com/ticketing/ticketing/resolvers"
 	"github.com/ticketing/ticketing/transport/sharedexec"
 	"github.com/ticketing/ticketing/transport/wsgorilla"
 )
@@ -108,6 +109,7 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.Use(DepthLimit{Max: MaxQueryDepth})
 	srv.Use(extension.FixedComplexityLimit(MaxQueryComplexity))
 	srv.Use(subscriptionCap{max: MaxSubscriptionsPerConnection})
+	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
 	srv.SetErrorPresenter(a.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {

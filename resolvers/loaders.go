@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/99designs/gqlgen/graphql"
 	"net/http"
 	"sync"
 	"time"
@@ -113,6 +114,18 @@ func LoaderMiddleware(cat *catalog.Service, opts ...dataloadgen.Option) func(htt
 			slot := &loaderSlot{make: func() *Loaders { return NewLoaders(cat, opts...) }}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loadersKey{}, slot)))
 		})
+	}
+}
+
+// LoaderOperations gives every GraphQL operation loaders of its own (made
+// on first use), for srv.AroundOperations: LoaderMiddleware's are per HTTP
+// request, and a WebSocket connection is one request that runs many
+// operations, each of which must read fresh data, not the cache of the
+// ones before it.
+func LoaderOperations(cat *catalog.Service, opts ...dataloadgen.Option) graphql.OperationMiddleware {
+	return func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		slot := &loaderSlot{make: func() *Loaders { return NewLoaders(cat, opts...) }}
+		return next(context.WithValue(ctx, loadersKey{}, slot))
 	}
 }
 
