@@ -13,12 +13,6 @@ import (
 // TRUSTED_PROXIES).
 func (a *App) initQueue() error {
 	qcfg := a.Cfg.Queue
-	if len(qcfg.SigningKey) == 0 { // a Config not made by config.Load (tests)
-		var err error
-		if qcfg, err = queue.ConfigFromEnv(func(string) string { return "" }, a.Cfg.QueueSigningKey); err != nil {
-			return err
-		}
-	}
 	var err error
 	a.Queue, err = queue.New(queue.Deps{
 		Redis: a.Redis, Events: a.Store, Now: a.Now, Log: a.Log, Metrics: a.Metrics,

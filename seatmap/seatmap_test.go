@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -323,11 +324,14 @@ func TestDuplicateDeliveryIgnoredByVersion(t *testing.T) {
 	require.Equal(t, b.seats[1], u.Seats[0].SeatID)
 }
 
-// outboxRows reads the outbox (no relay runs in the test).
+// outboxRows reads the outbox in id order (no relay runs in the test).
 func outboxRows(t *testing.T, b *bundle) []outbox.Row {
-	rows, err := b.st.OutboxBatch(context.Background(), 0, 1, 1000)
+	rows, err := b.st.Pool().Query(context.Background(),
+		`SELECT id, event_id::text AS event_id, topic, payload, created_at, 0::float8 AS age FROM outbox ORDER BY id`)
 	require.NoError(t, err)
-	return rows
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[outbox.Row])
+	require.NoError(t, err)
+	return out
 }
 
 func TestResumeWithCursorGetsExactlyTheMissedChanges(t *testing.T) {

@@ -33,7 +33,8 @@ SELECT ok, set_config('ticketing.outbox_locked', ok::text, true)
 FROM (SELECT pg_try_advisory_xact_lock($1, $2) AS ok) l`
 
 	// The partition's oldest rows, if sqlOutboxLock took the lock in this
-	// transaction. A statement of its own (not a join with the lock), so
+	// transaction. The partition of a row is a hash of its event, so one
+	// event's rows are always handled by one relay at a time, in id order. A statement of its own (not a join with the lock), so
 	// its snapshot is taken once the lock is held: a batch that another
 	// relay committed before we got the lock is never read again.
 	sqlOutboxBatchIfLocked = `
@@ -42,16 +43,6 @@ SELECT id, event_id::text AS event_id, topic, payload, created_at,
 FROM outbox
 WHERE current_setting('ticketing.outbox_locked', true) = 'true'
   AND (hashtext(coalesce(event_id::text, '')) & 2147483647) % $1 = $2
-ORDER BY id
-LIMIT $3`
-
-	// The partition of a row is a hash of its event, so one event's rows are
-	// always handled by one relay at a time, in id order.
-	sqlOutboxBatch = `
-SELECT id, event_id::text AS event_id, topic, payload, created_at,
-       extract(epoch FROM clock_timestamp() - created_at)::float8 AS age
-FROM outbox
-WHERE (hashtext(coalesce(event_id::text, '')) & 2147483647) % $1 = $2
 ORDER BY id
 LIMIT $3`
 
@@ -123,17 +114,6 @@ func (s *Store) OutboxRelayBatch(ctx context.Context, partition, partitions, lim
 		return nil, true, wrap("outbox commit", err)
 	}
 	return batch, true, nil
-}
-
-// OutboxBatch returns up to limit unpublished rows of one partition (of
-// partitions) in id order.
-func (s *Store) OutboxBatch(ctx context.Context, partition, partitions, limit int) ([]OutboxRow, error) {
-	rows, err := s.db.Query(ctx, sqlOutboxBatch, partitions, partition, limit)
-	if err != nil {
-		return nil, wrap("outbox batch", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OutboxRow])
-	return out, wrap("outbox batch", err)
 }
 
 // OutboxDelete prunes published rows.

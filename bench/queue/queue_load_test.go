@@ -54,13 +54,13 @@ func TestQueueLoad(t *testing.T) {
 	rate := envInt("QUEUE_BENCH_ADMIT_RATE", 100)
 
 	prefix := testdb.RedisPrefix(t)
-	t.Setenv("QUEUE_KEY_PREFIX", prefix)
-	t.Setenv("QUEUE_JOIN_RATE_ADDR", "0") // the whole load comes from 127.0.0.1
-	t.Setenv("QUEUE_ADMIT_RATE", strconv.Itoa(rate))
-	t.Setenv("QUEUE_WINDOW", strconv.Itoa(10*nUsers)) // measure the rate, not the window
 	env := map[string]string{
 		"DATABASE_URL": testdb.NewDatabase(t), "REDIS_URL": testdb.RedisURL(),
 		"JWT_ISSUER": "bench", "JWT_AUDIENCE": "ticketing", "JWT_HS256_SECRET": secret,
+		"QUEUE_KEY_PREFIX":     prefix,
+		"QUEUE_JOIN_RATE_ADDR": "0", // the whole load comes from 127.0.0.1
+		"QUEUE_ADMIT_RATE":     strconv.Itoa(rate),
+		"QUEUE_WINDOW":         strconv.Itoa(10 * nUsers), // measure the rate, not the window
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
