@@ -90,6 +90,7 @@ func TestSeatMapLoad(t *testing.T) {
 	}, 60*time.Second, 200*time.Millisecond)
 	time.Sleep(2 * time.Second) // let start-up settle before the baseline
 	rss0, heap0 := serverMem(t, srv.Process.Pid, addr)
+	stack0 := metric(addr, "go_memstats_stack_inuse_bytes")
 
 	// Subscribers: take the cursor (Event.seatMap.cursor) and subscribe after it.
 	cursor := seatMapCursor(t, addr, eventID)
@@ -127,6 +128,7 @@ func TestSeatMapLoad(t *testing.T) {
 		60*time.Second, 200*time.Millisecond)
 	time.Sleep(3 * time.Second)
 	rss1, heap1 := serverMem(t, srv.Process.Pid, addr)
+	stack1 := metric(addr, "go_memstats_stack_inuse_bytes")
 
 	// Load: each worker owns a slice of seats and holds then cancels them,
 	// one at a time, as fast as the database allows.
@@ -180,7 +182,7 @@ commit -> client receipt: p50=%s p99=%s max=%s
 newest stream entry of a frame -> client receipt: p50=%s p99=%s
 relay, insert -> published (ticketing_outbox_publish_delay_seconds): p50<=%s p99<=%s; relay batch p50<=%s p99<=%s
 server RSS: idle %.1f MiB -> %d subscribers %.1f MiB (under load %.1f MiB); Go heap in use %.1f -> %.1f MiB
-memory per idle subscriber: RSS %.1f KiB, heap %.1f KiB
+memory per idle subscriber: RSS %.1f KiB, heap %.1f KiB, goroutine stacks %.1f KiB
 CPU during load (+2 s): server %.1f s, load generator (clients + hold workers) %.1f s, of %.0f s available
 `, subscribers, seatsN, workers, loadFor, runtime.NumCPU(), connectTook.Round(time.Millisecond),
 		ops.Load(), float64(ops.Load())/loadFor.Seconds(),
@@ -191,6 +193,7 @@ CPU during load (+2 s): server %.1f s, load generator (clients + hold workers) %
 		histQuantile(addr, "ticketing_outbox_batch_seconds", 0.5), histQuantile(addr, "ticketing_outbox_batch_seconds", 0.99),
 		mib(rss0), subscribers, mib(rss1), mib(rss2), mib(heap0), mib(heap1),
 		float64(rss1-rss0)/1024/float64(subscribers), float64(heap1-heap0)/1024/float64(subscribers),
+		(stack1-stack0)/1024/float64(subscribers),
 		loadCPU.Seconds(), selfCPU.Seconds(), (loadFor+2*time.Second).Seconds()*float64(runtime.NumCPU()))
 	fmt.Print(report)
 	if out := os.Getenv("REPORT"); out != "" {

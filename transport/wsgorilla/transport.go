@@ -1,6 +1,7 @@
 package wsgorilla
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -44,9 +45,9 @@ import (
 // errors and close codes, with InitFunc deciding on connection_init (return
 // an *InitError to choose the close code).
 type Transport struct {
-	// Upgrader accepts the connection; set CheckOrigin. ReadBufferSize
-	// defaults to 256 bytes, WriteBufferSize to 16 KiB and WriteBufferPool
-	// to a shared pool.
+	// Upgrader accepts the connection; set CheckOrigin. ReadBufferSize is
+	// ignored (the read buffer is 288 bytes); WriteBufferSize defaults to
+	// 16 KiB and WriteBufferPool to a shared pool.
 	Upgrader websocket.Upgrader
 	// InitFunc authenticates connection_init; its context is the parent of
 	// every operation of the connection.
@@ -99,9 +100,9 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 			up.Subprotocols = append(up.Subprotocols, p)
 		}
 	}
-	if up.ReadBufferSize == 0 {
-		up.ReadBufferSize = 256 // client messages are small; idle connections are many
-	}
+	// The read buffer is ours (see waitReadable): gorilla adopts the
+	// hijacked reader when ReadBufferSize is zero.
+	up.ReadBufferSize = 0
 	if up.WriteBufferPool == nil {
 		up.WriteBufferPool = &writePool
 	}
@@ -110,7 +111,8 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 		// busy seat map frame to go out in one frame and one syscall.
 		up.WriteBufferSize = 16 << 10
 	}
-	ws, err := up.Upgrade(w, r, nil)
+	hj := &hijacker{ResponseWriter: w}
+	ws, err := up.Upgrade(hj, r, nil)
 	if err != nil {
 		return // Upgrade has answered the request
 	}
@@ -119,7 +121,7 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 		limit = 64 << 10
 	}
 	ws.SetReadLimit(limit)
-	c := &connection{t: t, ws: ws, exec: exec, ops: map[string]*op{}}
+	c := &connection{t: t, ws: ws, br: hj.br, exec: exec, ops: map[string]*op{}}
 	switch ws.Subprotocol() {
 	case protoTransportWS:
 	case protoLegacyWS, "":
@@ -138,6 +140,7 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 type connection struct {
 	t      Transport
 	ws     *websocket.Conn
+	br     *bufio.Reader // ws's read buffer (nil if gorilla made its own)
 	exec   graphql.GraphExecutor
 	legacy bool // graphql-ws rather than graphql-transport-ws
 
@@ -214,6 +217,7 @@ func (c *connection) readLoop() {
 			deadline = time.Now().Add(2 * c.t.KeepAlive)
 		}
 		_ = c.ws.SetReadDeadline(deadline)
+		c.waitReadable()
 		_, r, err := c.ws.NextReader()
 		if err != nil {
 			if !isClose(err) {
@@ -221,11 +225,12 @@ func (c *connection) readLoop() {
 			}
 			return
 		}
-		// This goroutine spends its life parked in NextReader, which needs
-		// little stack; decoding and handling a message need several KiB,
-		// and a stack once grown stays grown. So the message is handled on a
-		// short-lived goroutine (messages are rare: a few per subscription)
-		// while this one waits, keeping the order of messages.
+		// This goroutine spends its life parked in waitReadable, which
+		// needs little stack; decoding and handling a message need several
+		// KiB, and a stack in use only shrinks when most of it is unused. So
+		// the message is handled on a short-lived goroutine (messages are
+		// rare: a few per subscription) while this one waits, keeping the
+		// order of messages.
 		more := make(chan bool)
 		go func() { more <- c.handle(graphql.Now(), r) }()
 		if !<-more {

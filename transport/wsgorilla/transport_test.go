@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +168,58 @@ func TestTransportKeepAlive(t *testing.T) {
 	var ce *websocket.CloseError
 	if errors.As(err, &ce) {
 		require.Equal(t, websocket.CloseNormalClosure, ce.Code)
+	}
+}
+
+// batchConn holds back the client's writes while hold is set, then sends
+// them in one write: several messages reach the server in one segment.
+type batchConn struct {
+	net.Conn
+	hold bool
+	buf  []byte
+}
+
+func (b *batchConn) Write(p []byte) (int, error) {
+	if b.hold {
+		b.buf = append(b.buf, p...)
+		return len(p), nil
+	}
+	return b.Conn.Write(p)
+}
+
+func (b *batchConn) flush() error {
+	b.hold = false
+	_, err := b.Conn.Write(b.buf)
+	return err
+}
+
+// The reader waits for the socket to become readable before parsing a
+// message; messages that arrived together are already in its buffer, and
+// must be handled without waiting for more bytes.
+func TestTransportMessagesInOneSegment(t *testing.T) {
+	ex := ticker{cancelled: make(chan struct{}, 4)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { Transport{}.Do(w, r, ex) }))
+	t.Cleanup(srv.Close)
+	var bc *batchConn
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"},
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			bc = &batchConn{Conn: c}
+			return bc, err
+		}}
+	c, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+	require.Equal(t, "connection_ack", next(t, c).Type)
+
+	bc.hold = true
+	for i := range 3 {
+		require.NoError(t, c.WriteJSON(msg{Type: "ping", Payload: json.RawMessage(strconv.Itoa(i))}))
+	}
+	require.NoError(t, bc.flush())
+	for i := range 3 {
+		require.Equal(t, msg{Type: "pong", Payload: json.RawMessage(strconv.Itoa(i))}, next(t, c), "pong %d", i)
 	}
 }
