@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -369,6 +370,22 @@ func TestLimits(t *testing.T) {
 		require.Len(t, r.Errors, 1)
 		require.Equal(t, "GRAPHQL_VALIDATION_FAILED", r.Errors[0].Extensions["code"])
 		require.Contains(t, r.Errors[0].Message, "depth")
+		require.Contains(t, []string{"", "null"}, string(r.Data), "refused before execution")
+	})
+	t.Run("ErrComplexity", func(t *testing.T) {
+		t.Parallel()
+		var q strings.Builder
+		q.WriteString("{ ")
+		for i := range app.MaxQueryComplexity/3 + 1 { // each alias: 3 (the field and its two)
+			fmt.Fprintf(&q, `e%d: event(id: "x") { id name } `, i)
+		}
+		q.WriteString("}")
+		r := b.graphql(t, "", q.String())
+		require.Equal(t, http.StatusOK, r.Status) // as gqlgen answers it: not a protocol error
+		require.Len(t, r.Errors, 1)
+		require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", r.Errors[0].Extensions["code"])
+		require.Equal(t, fmt.Sprintf("operation has complexity %d, which exceeds the limit of %d",
+			3*(app.MaxQueryComplexity/3+1), app.MaxQueryComplexity), r.Errors[0].Message)
 		require.Contains(t, []string{"", "null"}, string(r.Data), "refused before execution")
 	})
 	t.Run("OKIntrospection", func(t *testing.T) {
