@@ -1,11 +1,13 @@
 package app
 
 import (
+	"context"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/queue"
 )
 
@@ -25,4 +27,26 @@ func TestClientAddr(t *testing.T) {
 	require.Equal(t, "1.2.3.4", req("10.1.1.1:5555", "6.6.6.6, 1.2.3.4, 10.2.2.2"), "right-most untrusted hop")
 	require.Equal(t, "10.1.1.1", req("10.1.1.1:5555", ""))
 	require.Equal(t, "2001:db8::1", req("[2001:db8::1]:443", ""))
+}
+
+// A WebSocket connection keeps the request id, the client's address and the
+// caller of its upgrade request, and not the request's cancellation.
+func TestWSConnContext(t *testing.T) {
+	t.Parallel()
+	reqCtx, cancel := context.WithCancel(context.Background())
+	reqCtx = context.WithValue(reqCtx, requestIDKey{}, "req-1")
+	reqCtx = queue.WithClientAddr(reqCtx, "203.0.113.7")
+	reqCtx = auth.WithUser(reqCtx, auth.User{ID: "user-1"})
+	r := httptest.NewRequest("GET", "/graphql", nil).WithContext(reqCtx)
+	ctx := wsConnContext(r)
+	cancel()
+	require.NoError(t, ctx.Err())
+	require.Equal(t, "req-1", RequestID(ctx))
+	require.Equal(t, "203.0.113.7", queue.ClientAddr(ctx))
+	u, ok := auth.UserFrom(ctx)
+	require.True(t, ok)
+	require.Equal(t, "user-1", u.ID)
+
+	_, ok = auth.UserFrom(wsConnContext(httptest.NewRequest("GET", "/graphql", nil)))
+	require.False(t, ok, "no caller without one on the request")
 }

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -25,6 +25,7 @@ import (
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/graph"
+	"github.com/ticketing/ticketing/queue"
 	"github.com/ticketing/ticketing/resolvers"
 	"github.com/ticketing/ticketing/transport/sharedexec"
 	"github.com/ticketing/ticketing/transport/wsgorilla"
@@ -90,6 +91,7 @@ func (a *App) graphqlHandler() http.Handler {
 			CheckOrigin:      allowOrigin,
 			HandshakeTimeout: 10 * time.Second,
 		},
+		ConnContext: wsConnContext,
 		InitFunc:    a.websocketInit,
 		InitTimeout: 10 * time.Second,
 		KeepAlive:   wsKeepAlive,
@@ -97,6 +99,8 @@ func (a *App) graphqlHandler() http.Handler {
 		ErrorFunc: func(ctx context.Context, err error) {
 			a.Log.DebugContext(ctx, "websocket", "err", err)
 		},
+		MaxSubscriptions:  MaxSubscriptionsPerConnection,
+		SubscriptionLimit: subscriptionLimitError,
 	})
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: wsKeepAlive})
 	srv.AddTransport(transport.Options{})
@@ -107,8 +111,7 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(DepthLimit{Max: MaxQueryDepth})
-	srv.Use(extension.FixedComplexityLimit(MaxQueryComplexity))
-	srv.Use(subscriptionCap{max: MaxSubscriptionsPerConnection})
+	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity})
 	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
 	srv.SetErrorPresenter(a.presentError)
@@ -140,8 +143,23 @@ func (a *App) allowedOrigins() []string {
 // (or authenticated by the upgrade request's header); an invalid token closes
 // it with 4403 (graphql-transport-ws) / a connection_error (graphql-ws).
 // Every connection also gets its subscription counter here.
+// wsConnContext is what a WebSocket connection keeps of its upgrade
+// request's context: the request id, the client's address and the caller
+// authenticated from its headers (connection_init's token may replace it).
+// Not the rest of the chain (net/http's contexts, the route's loaders),
+// which every idle subscriber would otherwise hold. A value that operations
+// over WebSocket need must be copied here.
+func wsConnContext(r *http.Request) context.Context {
+	from := r.Context()
+	ctx := context.WithValue(context.Background(), requestIDKey{}, RequestID(from))
+	ctx = queue.WithClientAddr(ctx, queue.ClientAddr(from))
+	if u, ok := auth.UserFrom(from); ok {
+		ctx = auth.WithUser(ctx, u)
+	}
+	return ctx
+}
+
 func (a *App) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-	ctx = context.WithValue(ctx, subCountKey{}, new(atomic.Int64))
 	u, ok, err := a.Auth.Authenticate(p.Authorization())
 	if err != nil {
 		return ctx, nil, &wsgorilla.InitError{Code: 4403, Reason: "UNAUTHENTICATED", Err: errors.New("UNAUTHENTICATED: invalid token")}
@@ -195,6 +213,44 @@ func markResolverErrors(ctx context.Context, next graphql.Resolver) (any, error)
 		}
 	}
 	return res, err
+}
+
+// ComplexityLimit refuses, before execution, operations whose gqlgen
+// complexity exceeds Max, with code COMPLEXITY_LIMIT_EXCEEDED and the
+// message of gqlgen's extension.ComplexityLimit. Unlike that extension it
+// does not record the figures in the operation's stats: that map stayed in
+// memory with every live subscription.
+type ComplexityLimit struct {
+	Max int
+	es  graphql.ExecutableSchema
+}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = &ComplexityLimit{}
+
+// ExtensionName implements graphql.HandlerExtension.
+func (*ComplexityLimit) ExtensionName() string { return "ComplexityLimit" }
+
+// Validate implements graphql.HandlerExtension.
+func (l *ComplexityLimit) Validate(es graphql.ExecutableSchema) error {
+	l.es = es
+	return nil
+}
+
+// MutateOperationContext implements graphql.OperationContextMutator.
+func (l *ComplexityLimit) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation == nil {
+		return nil
+	}
+	c := complexity.Calculate(ctx, l.es, oc.Operation, oc.Variables)
+	if c <= l.Max {
+		return nil
+	}
+	err := gqlerror.Errorf("operation has complexity %d, which exceeds the limit of %d", c, l.Max)
+	errcode.Set(err, "COMPLEXITY_LIMIT_EXCEEDED")
+	return err
 }
 
 // DepthLimit refuses, before execution, operations whose selections nest
@@ -252,30 +308,11 @@ func selectionDepth(set ast.SelectionSet, frags ast.FragmentDefinitionList, seen
 	return deepest
 }
 
-type subCountKey struct{}
-
-// subscriptionCap limits the live subscriptions of one WebSocket connection
-// (the counter is put in the connection context by websocketInit; SSE carries
-// one subscription per request and needs none).
-type subscriptionCap struct{ max int64 }
-
-func (subscriptionCap) ExtensionName() string                   { return "SubscriptionCap" }
-func (subscriptionCap) Validate(graphql.ExecutableSchema) error { return nil }
-
-func (c subscriptionCap) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	n, _ := ctx.Value(subCountKey{}).(*atomic.Int64)
-	oc := graphql.GetOperationContext(ctx)
-	if n == nil || oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
-		return next(ctx)
-	}
-	if n.Add(1) > c.max {
-		n.Add(-1)
-		err := gqlerror.Errorf("at most %d subscriptions per connection", c.max)
-		err.Extensions = map[string]any{"code": "RATE_LIMITED", "retryAfterSeconds": 1, "limit": c.max}
-		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{err}})
-	}
-	// The transport cancels the operation context when the subscription
-	// ends (complete, stop or connection close).
-	context.AfterFunc(ctx, func() { n.Add(-1) })
-	return next(ctx)
+// subscriptionLimitError is the error of a WebSocket subscription over
+// MaxSubscriptionsPerConnection (the transport counts them; SSE carries one
+// subscription per request and needs no cap).
+func subscriptionLimitError(max int) *gqlerror.Error {
+	err := gqlerror.Errorf("at most %d subscriptions per connection", max)
+	err.Extensions = map[string]any{"code": "RATE_LIMITED", "retryAfterSeconds": 1, "limit": max}
+	return err
 }

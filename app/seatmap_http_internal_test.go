@@ -210,3 +210,64 @@ func (r *sseReader) next(t *testing.T) seatMapPayload {
 		return seatMapPayload{}
 	}
 }
+
+// One WebSocket connection holds at most MaxSubscriptionsPerConnection live
+// subscriptions: the next gets RATE_LIMITED and complete; ending one makes
+// room again.
+func TestSubscriptionsPerConnectionCap(t *testing.T) {
+	apps, srvs := seatMapInstances(t, 1)
+	eventID, _ := seatMapEvent(t, apps[0])
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+	c, _, err := d.Dial("ws"+strings.TrimPrefix(srvs[0].URL, "http")+"/graphql", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, c.WriteJSON(map[string]any{"type": "connection_init"}))
+	payload, _ := json.Marshal(map[string]any{"query": seatMapSubscription, "variables": map[string]any{"e": eventID}})
+	subscribe := func(id string) {
+		require.NoError(t, c.WriteJSON(map[string]any{"id": id, "type": "subscribe", "payload": json.RawMessage(payload)}))
+	}
+	type message struct {
+		ID      string          `json:"id"`
+		Type    string          `json:"type"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	until := func(id string) message {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		for {
+			var m message
+			require.NoError(t, c.ReadJSON(&m))
+			if m.ID == id {
+				return m
+			}
+		}
+	}
+	for i := range MaxSubscriptionsPerConnection {
+		id := fmt.Sprint(i)
+		subscribe(id)
+		m := until(id)
+		require.Equal(t, "next", m.Type, string(m.Payload))
+		require.NotContains(t, string(m.Payload), "errors")
+	}
+	subscribe("over")
+	m := until("over")
+	require.Equal(t, "next", m.Type)
+	var p struct {
+		Errors []struct {
+			Extensions map[string]any `json:"extensions"`
+		} `json:"errors"`
+	}
+	require.NoError(t, json.Unmarshal(m.Payload, &p))
+	require.Len(t, p.Errors, 1, string(m.Payload))
+	require.Equal(t, "RATE_LIMITED", p.Errors[0].Extensions["code"])
+	require.EqualValues(t, MaxSubscriptionsPerConnection, p.Errors[0].Extensions["limit"])
+	require.Equal(t, "complete", until("over").Type)
+
+	require.NoError(t, c.WriteJSON(map[string]any{"id": "0", "type": "complete"}))
+	for m = until("0"); m.Type == "next"; m = until("0") { // a frame sent before the complete was read
+	}
+	require.Equal(t, "complete", m.Type)
+	subscribe("again")
+	m = until("again")
+	require.Equal(t, "next", m.Type)
+	require.NotContains(t, string(m.Payload), "errors")
+}

@@ -34,13 +34,20 @@ type hub struct {
 }
 
 // subscriber is one viewer. Until live, frames wait in pending (bounded by
-// the same buffer) while its catch-up is sent; send never blocks.
+// the same buffer) while its catch-up is sent. Guarded by its hub's mu.
 type subscriber struct {
-	send    func(*Update) bool
-	close   func()
+	out     sink
 	live    bool
 	closed  bool
 	pending []*Update
+}
+
+// sink is where a subscriber's frames go.
+type sink interface {
+	// send delivers a frame without blocking; false cuts the subscriber off.
+	send(*Update) bool
+	// close is called once when the subscriber is removed.
+	close()
 }
 
 // acquire returns the event's hub, started, with a new subscriber registered
@@ -99,7 +106,7 @@ func (s *Service) activate(h *hub, sub *subscriber, catchUp []*Update) {
 		return
 	}
 	for _, u := range append(catchUp, sub.pending...) {
-		if !sub.send(u) {
+		if !sub.out.send(u) {
 			s.dropLocked(h, sub)
 			return
 		}
@@ -113,7 +120,7 @@ func (s *Service) deliverLocked(h *hub, sub *subscriber, u *Update) {
 	case sub.closed:
 	case !sub.live && len(sub.pending) < s.cfg.Buffer:
 		sub.pending = append(sub.pending, u)
-	case !sub.live || !sub.send(u):
+	case !sub.live || !sub.out.send(u):
 		s.dropLocked(h, sub)
 	}
 }
@@ -138,7 +145,7 @@ func (s *Service) removeLocked(h *hub, sub *subscriber) {
 	}
 	sub.closed = true
 	sub.pending = nil
-	sub.close()
+	sub.out.close()
 	delete(h.subs, sub)
 	s.m.subscribers.Dec()
 	if len(h.subs) == 0 && !h.stopped {
@@ -377,48 +384,70 @@ func SubscribeFunc[T any](ctx context.Context, s *Service, eventID, after string
 	if err := s.checkEvent(ctx, eventID); err != nil {
 		return err
 	}
-	// end is for a subscription that started: a removal while setting up
-	// (which then returns the error) does not call it, one after the set-up
-	// succeeded calls it once SubscribeFunc has returned.
-	var mu sync.Mutex
-	started, ended := false, false
-	sub := &subscriber{
-		send: func(u *Update) bool { return send(converted(u, conv)) },
-		close: func() {
-			mu.Lock()
-			ended = true
-			call := started
-			mu.Unlock()
-			if call {
-				end()
-			}
-		},
-	}
+	f := &funcSink[T]{s: s, conv: conv, deliver: send, end: end}
+	f.sub.out = f
 	defer func() {
-		if err != nil {
-			return
-		}
-		mu.Lock()
-		started = true
-		call := ended
-		mu.Unlock()
-		if call {
-			end()
+		if err == nil {
+			f.start()
 		}
 	}()
-	h, last, err := s.acquire(ctx, eventID, sub)
+	h, last, err := s.acquire(ctx, eventID, &f.sub)
 	if err != nil {
 		return err
 	}
 	catchUp, err := s.catchUp(ctx, eventID, after, last)
 	if err != nil {
-		s.remove(h, sub)
+		s.remove(h, &f.sub)
 		return err
 	}
-	s.activate(h, sub, catchUp)
-	context.AfterFunc(ctx, func() { s.remove(h, sub) })
+	s.activate(h, &f.sub, catchUp)
+	f.h = h
+	context.AfterFunc(ctx, f.remove)
 	return nil
 }
+
+// funcSink is a SubscribeFunc subscription: one object, since thousands of
+// them sit idle.
+type funcSink[T any] struct {
+	sub     subscriber
+	s       *Service
+	h       *hub
+	conv    func(*Update) T
+	deliver func(T) bool
+	end     func()
+
+	// end is for a subscription that started: a removal while setting up
+	// (SubscribeFunc then returns the error) does not call it; one after the
+	// set-up succeeded calls it once SubscribeFunc has returned.
+	mu             sync.Mutex
+	started, ended bool
+}
+
+func (f *funcSink[T]) send(u *Update) bool { return f.deliver(converted(u, f.conv)) }
+
+func (f *funcSink[T]) close() {
+	f.mu.Lock()
+	f.ended = true
+	call := f.started
+	f.mu.Unlock()
+	if call {
+		f.end()
+	}
+}
+
+// start marks the set-up done, and ends the subscription if it was removed
+// meanwhile.
+func (f *funcSink[T]) start() {
+	f.mu.Lock()
+	f.started = true
+	call := f.ended
+	f.mu.Unlock()
+	if call {
+		f.end()
+	}
+}
+
+func (f *funcSink[T]) remove() { f.s.remove(f.h, &f.sub) }
 
 // Subscribers is the number of live subscriptions on this instance.
 func (s *Service) Subscribers() int {

@@ -126,7 +126,7 @@ func TestSeatMapLoad(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return metric(addr, "ticketing_seatmap_subscribers") >= float64(subscribers) },
 		60*time.Second, 200*time.Millisecond)
-	time.Sleep(3 * time.Second)
+	time.Sleep(time.Duration(envInt("IDLE_SECONDS", 3)) * time.Second) // idle: time to take a heap profile (DEBUG_ADDR)
 	rss1, heap1 := serverMem(t, srv.Process.Pid, addr)
 	stack1 := metric(addr, "go_memstats_stack_inuse_bytes")
 

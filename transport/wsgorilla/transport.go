@@ -15,11 +15,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/gorilla/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/ticketing/ticketing/transport/sharedexec"
@@ -49,8 +51,15 @@ type Transport struct {
 	// ignored (the read buffer is 288 bytes); WriteBufferSize defaults to
 	// 16 KiB and WriteBufferPool to a shared pool.
 	Upgrader websocket.Upgrader
+	// ConnContext is what the connection keeps of its upgrade request: the
+	// context passed to InitFunc (default: the request's context without its
+	// cancellation). The request's whole context chain otherwise stays in
+	// memory for the connection's life; a server with thousands of idle
+	// subscribers may copy the few values its operations need instead.
+	ConnContext func(r *http.Request) context.Context
 	// InitFunc authenticates connection_init; its context is the parent of
-	// every operation of the connection.
+	// every operation of the connection. A context it returns that ends
+	// closes the connection.
 	InitFunc transport.WebsocketInitFunc
 	// InitTimeout bounds the wait for connection_init.
 	InitTimeout time.Duration
@@ -62,6 +71,13 @@ type Transport struct {
 	ReadLimit int64
 	// ErrorFunc, if set, receives read and write errors other than a close.
 	ErrorFunc func(ctx context.Context, err error)
+	// MaxSubscriptions caps the live subscriptions of one connection (zero:
+	// no cap). A subscription over it gets SubscriptionLimit's error, then
+	// complete.
+	MaxSubscriptions int
+	// SubscriptionLimit builds that error (default: a message saying the
+	// cap).
+	SubscriptionLimit func(max int) *gqlerror.Error
 }
 
 // InitError is an InitFunc error that closes the connection with Code and
@@ -121,7 +137,7 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 		limit = 64 << 10
 	}
 	ws.SetReadLimit(limit)
-	c := &connection{t: t, ws: ws, br: hj.br, exec: exec, ops: map[string]*op{}}
+	c := &connection{t: t, ws: ws, br: hj.br, exec: exec}
 	switch ws.Subprotocol() {
 	case protoTransportWS:
 	case protoLegacyWS, "":
@@ -134,7 +150,13 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 	// its per-connection reader, writers and request, and the handler's
 	// deep stack; a fresh goroutine with a small stack takes over. The
 	// request's values (request id, caller) stay, its cancellation does not.
-	go c.serve(context.WithoutCancel(r.Context()))
+	var ctx context.Context
+	if t.ConnContext != nil {
+		ctx = t.ConnContext(r)
+	} else {
+		ctx = context.WithoutCancel(r.Context())
+	}
+	go c.serve(ctx)
 }
 
 type connection struct {
@@ -144,16 +166,29 @@ type connection struct {
 	exec   graphql.GraphExecutor
 	legacy bool // graphql-ws rather than graphql-transport-ws
 
-	ctx    context.Context // set by init, before any operation starts
-	cancel context.CancelFunc
+	// ctx is set by init, before any operation starts: the parent of the
+	// operations' contexts. It is not cancelled when the connection closes
+	// (close cancels each operation), so an operation's context is not
+	// registered with it: one allocation less per subscriber.
+	ctx context.Context
 
 	mu     sync.Mutex // serialises writes; guards the fields below
-	ops    map[string]*op
+	ops    []*op      // live operations (a few: a slice is smaller than a map)
+	subs   int        // live subscriptions (counted against MaxSubscriptions)
 	closed bool
-	timer  *time.Timer // keepalive
+	// unwatch stops watching InitFunc's context, if it can end.
+	unwatch func() bool
+	timer   *time.Timer // keepalive
 }
 
-type op struct{ cancel context.CancelFunc }
+type op struct {
+	id      string
+	cancel  context.CancelFunc
+	counted bool // one of c.subs (guarded by c.mu)
+	// query keeps the interned text of the operation's document alive:
+	// thousands of subscribers send the same query, and hold one copy.
+	query unique.Handle[string]
+}
 
 // message is a client or server message of either subprotocol.
 type message struct {
@@ -252,7 +287,7 @@ func (c *connection) handle(start time.Time, r io.Reader) bool {
 		c.subscribe(start, m)
 	case m.Type == "complete" && !c.legacy, m.Type == "stop" && c.legacy:
 		c.mu.Lock()
-		o := c.ops[m.ID]
+		o := c.op(m.ID)
 		c.mu.Unlock()
 		if o != nil {
 			o.cancel()
@@ -296,7 +331,17 @@ func (c *connection) init(parent context.Context, raw json.RawMessage) bool {
 			return false
 		}
 	}
-	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.ctx = ctx
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { c.close(websocket.CloseNormalClosure, "terminated") })
+		c.mu.Lock()
+		c.unwatch = stop
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			stop()
+		}
+	}
 	var ackPayload json.RawMessage
 	if ack != nil {
 		ackPayload, _ = json.Marshal(*ack)
@@ -335,14 +380,18 @@ func (c *connection) keepAlive() {
 // that goroutine's stack, not the read loop's.
 func (c *connection) subscribe(start time.Time, m message) {
 	ctx, cancel := context.WithCancel(c.ctx)
-	o := &op{cancel: cancel}
+	o := &op{id: m.ID, cancel: cancel}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		cancel()
 		return
 	}
-	c.ops[m.ID] = o
+	if i := c.opIndex(m.ID); i >= 0 {
+		c.ops[i] = o // as a map would: the old one can no longer be stopped by id
+	} else {
+		c.ops = append(c.ops, o)
+	}
 	c.mu.Unlock()
 	go c.run(ctx, o, start, m)
 }
@@ -368,6 +417,8 @@ func (c *connection) run(ctx context.Context, o *op, start time.Time, m message)
 		return
 	}
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	o.query = unique.Make(params.Query)
+	params.Query = o.query.Value()
 
 	ctx = graphql.StartOperationTrace(ctx)
 	rc, errs := c.exec.CreateOperationContext(ctx, params)
@@ -378,6 +429,10 @@ func (c *connection) run(ctx context.Context, o *op, start time.Time, m message)
 		} else {
 			c.sendResponse(id, &graphql.Response{Errors: errs})
 		}
+		return
+	}
+	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription && !c.admit(o) {
+		c.sendResponse(id, &graphql.Response{Errors: gqlerror.List{c.t.subscriptionLimit()}})
 		return
 	}
 	// A shared subscription (sharedexec) may take a pusher: its events are
@@ -403,6 +458,41 @@ func (c *connection) run(ctx context.Context, o *op, start time.Time, m message)
 			c.sendResponse(id, resp)
 		}
 	}()
+}
+
+// op returns the live operation id, or nil; c.mu must be held.
+func (c *connection) op(id string) *op {
+	if i := c.opIndex(id); i >= 0 {
+		return c.ops[i]
+	}
+	return nil
+}
+
+func (c *connection) opIndex(id string) int {
+	return slices.IndexFunc(c.ops, func(x *op) bool { return x.id == id })
+}
+
+// admit counts a subscription against MaxSubscriptions; false means the
+// connection has as many as allowed.
+func (c *connection) admit(o *op) bool {
+	if c.t.MaxSubscriptions <= 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subs >= c.t.MaxSubscriptions {
+		return false
+	}
+	c.subs++
+	o.counted = true
+	return true
+}
+
+func (t Transport) subscriptionLimit() *gqlerror.Error {
+	if t.SubscriptionLimit != nil {
+		return t.SubscriptionLimit(t.MaxSubscriptions)
+	}
+	return gqlerror.Errorf("at most %d subscriptions per connection", t.MaxSubscriptions)
 }
 
 // maxQueued is how many messages a pushed operation may have waiting to be
@@ -583,14 +673,21 @@ func (c *connection) finish(ctx context.Context, o *op, id string, rc *graphql.O
 		}
 		c.sendError(id, gqlerr)
 	}
-	if c.ctx.Err() == nil { // a closing connection sends no complete
+	// Unregistered before complete is sent: a client may reuse the id, or
+	// count on the room under MaxSubscriptions, as soon as it reads it.
+	c.mu.Lock()
+	if i := slices.Index(c.ops, o); i >= 0 {
+		c.ops = slices.Delete(c.ops, i, i+1)
+	}
+	if o.counted {
+		o.counted = false
+		c.subs--
+	}
+	closing := c.closed
+	c.mu.Unlock()
+	if !closing { // a closing connection sends no complete
 		c.complete(id)
 	}
-	c.mu.Lock()
-	if c.ops[id] == o {
-		delete(c.ops, id)
-	}
-	c.mu.Unlock()
 	o.cancel()
 }
 
@@ -732,13 +829,14 @@ func (c *connection) close(code int, reason string) {
 	}
 	ops := c.ops
 	c.ops = nil
+	unwatch := c.unwatch
 	c.mu.Unlock()
+	if unwatch != nil {
+		unwatch()
+	}
 	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
 	for _, o := range ops {
 		o.cancel()
-	}
-	if c.cancel != nil {
-		c.cancel()
 	}
 	_ = c.ws.Close()
 }

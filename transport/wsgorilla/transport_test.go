@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
@@ -27,7 +28,11 @@ func (ticker) CreateOperationContext(_ context.Context, p *graphql.RawParams) (*
 	if p.Query == "bad" {
 		return &graphql.OperationContext{}, gqlerror.List{{Message: "bad query", Extensions: map[string]any{"code": "GRAPHQL_VALIDATION_FAILED"}}}
 	}
-	return &graphql.OperationContext{RawQuery: p.Query}, nil
+	op := ast.Query
+	if p.Query == "subscription" {
+		op = ast.Subscription
+	}
+	return &graphql.OperationContext{RawQuery: p.Query, Operation: &ast.OperationDefinition{Operation: op}}, nil
 }
 
 func (t ticker) DispatchOperation(ctx context.Context, _ *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
@@ -222,4 +227,75 @@ func TestTransportMessagesInOneSegment(t *testing.T) {
 	for i := range 3 {
 		require.Equal(t, msg{Type: "pong", Payload: json.RawMessage(strconv.Itoa(i))}, next(t, c), "pong %d", i)
 	}
+}
+
+// MaxSubscriptions: the subscription over the cap gets the error, then
+// complete; once one ends, a new one is admitted. Queries do not count.
+func TestTransportMaxSubscriptions(t *testing.T) {
+	limit := func(max int) *gqlerror.Error {
+		return &gqlerror.Error{Message: "too many", Extensions: map[string]any{"code": "RATE_LIMITED", "limit": max}}
+	}
+	c, cancelled := dial(t, Transport{MaxSubscriptions: 2, SubscriptionLimit: limit}, "graphql-transport-ws")
+	require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+	require.Equal(t, "connection_ack", next(t, c).Type)
+	subscribe := func(id, query string) {
+		require.NoError(t, c.WriteJSON(msg{ID: id, Type: "subscribe", Payload: json.RawMessage(`{"query":"` + query + `"}`)}))
+	}
+	// until returns the first message of operation id, skipping the others.
+	until := func(id string) msg {
+		for {
+			if m := next(t, c); m.ID == id {
+				return m
+			}
+		}
+	}
+	subscribe("s1", "subscription")
+	subscribe("s2", "subscription")
+	require.Equal(t, "next", until("s2").Type)
+	subscribe("q", "q") // a query: not counted
+	require.Equal(t, "next", until("q").Type)
+
+	subscribe("s3", "subscription")
+	m := until("s3")
+	require.Equal(t, "next", m.Type)
+	require.JSONEq(t, `{"data":null,"errors":[{"message":"too many","extensions":{"code":"RATE_LIMITED","limit":2}}]}`, string(m.Payload))
+	require.Equal(t, msg{ID: "s3", Type: "complete"}, until("s3"))
+
+	require.NoError(t, c.WriteJSON(msg{ID: "s1", Type: "complete"}))
+	m = until("s1")
+	for m.Type == "next" { // sent before the complete was read
+		m = until("s1")
+	}
+	require.Equal(t, "complete", m.Type)
+	<-cancelled
+	subscribe("s4", "subscription")
+	m = until("s4")
+	require.Equal(t, "next", m.Type)
+	require.JSONEq(t, `{"data":{"n":1}}`, string(m.Payload))
+}
+
+// A context from InitFunc that ends (say, the credentials expired) closes
+// the connection and ends its operations.
+func TestTransportInitContextEnds(t *testing.T) {
+	ends := make(chan context.CancelFunc, 1)
+	initFn := func(ctx context.Context, _ transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+		ctx, end := context.WithCancel(ctx)
+		ends <- end
+		return ctx, nil, nil
+	}
+	c, cancelled := dial(t, Transport{InitFunc: initFn}, "graphql-transport-ws")
+	require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+	require.Equal(t, "connection_ack", next(t, c).Type)
+	require.NoError(t, c.WriteJSON(msg{ID: "a", Type: "subscribe", Payload: json.RawMessage(`{"query":"subscription"}`)}))
+	require.Equal(t, "next", next(t, c).Type)
+	(<-ends)()
+	var err error
+	for err == nil {
+		var m msg
+		err = c.ReadJSON(&m)
+	}
+	var ce *websocket.CloseError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, websocket.CloseNormalClosure, ce.Code)
+	<-cancelled
 }
