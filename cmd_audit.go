@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,7 +42,7 @@ func cmdAudit(ctx context.Context, args []string, getenv func(string) string, st
 	defer pool.Close()
 	opt := audit.Options{RefundGrace: *grace}
 	if *ask {
-		p, err := payments.NewProvider(cfg.PaymentsProvider, cfg.PaymentsBaseURL, cfg.PaymentsSecret, os.Getenv("STRIPE_SECRET_KEY"))
+		p, err := payments.NewProvider(cfg.PaymentsProvider, cfg.PaymentsBaseURL, cfg.PaymentsSecret, cfg.StripeSecretKey)
 		if err != nil {
 			log.Warn("audit without the provider", "err", err)
 		} else {

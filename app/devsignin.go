@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -87,7 +86,7 @@ func devSubject(name string) string {
 // mountDevSignIn serves /api/dev/config always and /api/dev/token when
 // development sign-in is on.
 func (a *App) mountDevSignIn(mux *http.ServeMux) {
-	enabled := DevSignInEnabled(a.Cfg.JWTHS256Secret, a.Cfg.PublicBaseURL, os.Getenv("DEV_SIGNIN"))
+	enabled := DevSignInEnabled(a.Cfg.JWTHS256Secret, a.Cfg.PublicBaseURL, a.Cfg.DevSignIn)
 	if enabled && a.Log != nil {
 		a.Log.Warn("development sign-in is ON: POST /api/dev/token mints tokens for any name (set DEV_SIGNIN=false to disable)")
 	}

@@ -55,7 +55,6 @@ func devServer(t *testing.T, cfg config.Config) *httptest.Server {
 }
 
 func TestDevTokenEndpoint(t *testing.T) {
-	t.Setenv("DEV_SIGNIN", "")
 	cfg := config.Config{JWTHS256Secret: "0123456789abcdef-dev", JWTIssuer: "ticketing-dev", JWTAudience: "ticketing", PublicBaseURL: "http://127.0.0.1:8080"}
 	srv := devServer(t, cfg)
 
@@ -97,7 +96,6 @@ func TestDevTokenEndpoint(t *testing.T) {
 }
 
 func TestDevTokenOffInProduction(t *testing.T) {
-	t.Setenv("DEV_SIGNIN", "")
 	srv := devServer(t, config.Config{JWTHS256Secret: "0123456789abcdef-dev", PublicBaseURL: "https://tickets.example"})
 	res, err := http.Post(srv.URL+"/api/dev/token", "application/json", strings.NewReader(`{"name":"Ana"}`))
 	if err != nil {

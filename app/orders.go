@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 // initOrders builds the payment provider (PAYMENTS_PROVIDER; STRIPE_SECRET_KEY
 // for stripe) and the orders engine, and registers its metrics.
 func (a *App) initOrders() error {
-	p, err := payments.NewProvider(a.Cfg.PaymentsProvider, a.Cfg.PaymentsBaseURL, a.Cfg.PaymentsSecret, os.Getenv("STRIPE_SECRET_KEY"))
+	p, err := payments.NewProvider(a.Cfg.PaymentsProvider, a.Cfg.PaymentsBaseURL, a.Cfg.PaymentsSecret, a.Cfg.StripeSecretKey)
 	if err != nil {
 		return err
 	}
@@ -29,20 +28,12 @@ func (a *App) initOrders() error {
 		TicketKey:     []byte(a.Cfg.TicketSigningKey),
 		Log:           a.Log,
 		Now:           a.Now,
+		// Load tests and chaos runs settle faster (zero: the defaults).
+		ReconcileAfter:    a.Cfg.PaymentsReconcileAfter,
+		ReconcileInterval: a.Cfg.PaymentsReconcileInterval,
 	}
 	if a.Queue != nil {
 		cfg.Queue = a.Queue
-	}
-	// Optional reconciler tuning (load tests and chaos runs settle faster):
-	// PAYMENTS_RECONCILE_AFTER and PAYMENTS_RECONCILE_INTERVAL, Go durations.
-	for name, dst := range map[string]*time.Duration{
-		"PAYMENTS_RECONCILE_AFTER": &cfg.ReconcileAfter, "PAYMENTS_RECONCILE_INTERVAL": &cfg.ReconcileInterval,
-	} {
-		if v := os.Getenv(name); v != "" {
-			if *dst, err = time.ParseDuration(v); err != nil || *dst <= 0 {
-				return fmt.Errorf("config: %s: want a positive Go duration, got %q", name, v)
-			}
-		}
 	}
 	// Orders and payments get a pool of their own: a storm of holds must
 	// never starve the webhooks, confirmations and compensations that turn

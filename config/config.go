@@ -16,25 +16,35 @@ import (
 
 // Config is every setting of the ticketing binary.
 type Config struct {
-	HTTPAddr          string
-	DatabaseURL       string
-	RedisURL          string
-	SearchBackend     string
-	SearchDir         string
-	ElasticsearchURL  string
-	JWTIssuer         string
-	JWTAudience       string
-	JWTHS256Secret    string
-	JWTPublicKeyFile  string
-	JWTJWKSURL        string
-	QueueSigningKey   string
-	TicketSigningKey  string
-	PaymentsProvider  string
-	PaymentsBaseURL   string
-	PaymentsSecret    string
-	PublicBaseURL     string
-	PaysimAddr        string
-	PaysimDatabaseURL string
+	HTTPAddr         string
+	DatabaseURL      string
+	RedisURL         string
+	SearchBackend    string
+	SearchDir        string
+	ElasticsearchURL string
+	JWTIssuer        string
+	JWTAudience      string
+	JWTHS256Secret   string
+	JWTPublicKeyFile string
+	JWTJWKSURL       string
+	QueueSigningKey  string
+	TicketSigningKey string
+	PaymentsProvider string
+	PaymentsBaseURL  string
+	PaymentsSecret   string
+	// StripeSecretKey (STRIPE_SECRET_KEY) is required with
+	// PAYMENTS_PROVIDER=stripe.
+	StripeSecretKey string
+	// PaymentsReconcileAfter (PAYMENTS_RECONCILE_AFTER, default 1m in the
+	// orders engine when zero) is how long an open payment attempt is left
+	// alone before the reconciler asks the provider; PaymentsReconcileInterval
+	// (PAYMENTS_RECONCILE_INTERVAL, default 30s) is the time between passes.
+	// Load tests and chaos runs shorten both.
+	PaymentsReconcileAfter    time.Duration
+	PaymentsReconcileInterval time.Duration
+	PublicBaseURL             string
+	PaysimAddr                string
+	PaysimDatabaseURL         string
 	// AllowedOrigins is the Origin allow-list of WebSocket and SSE clients
 	// (ALLOWED_ORIGINS, comma separated); empty means same host plus
 	// PUBLIC_BASE_URL.
@@ -49,6 +59,10 @@ type Config struct {
 	// DebugAddr (DEBUG_ADDR, default empty: off) is a separate listener for
 	// net/http/pprof; keep it on loopback.
 	DebugAddr string
+	// DevSignIn (DEV_SIGNIN: on/off, default: on when PUBLIC_BASE_URL is a
+	// loopback address and JWT_HS256_SECRET is set) is the raw setting of
+	// the development sign-in (app.DevSignInEnabled decides).
+	DevSignIn string
 	// Queue is the virtual waiting room's configuration (QUEUE_* and
 	// TRUSTED_PROXIES, see queue.ConfigFromEnv), signed with QueueSigningKey.
 	Queue queue.Config
@@ -86,12 +100,26 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.SeatMapRedisPrefix = get("SEATMAP_REDIS_PREFIX", "")
 	c.DebugAddr = get("DEBUG_ADDR", "")
-	if v := get("SEATMAP_COALESCE", ""); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > 10*time.Second {
-			return c, fmt.Errorf("config: SEATMAP_COALESCE: want a duration like 100ms (at most 10s), got %q", v)
+	c.DevSignIn = get("DEV_SIGNIN", "")
+	c.StripeSecretKey = get("STRIPE_SECRET_KEY", "")
+	durations := []struct {
+		name string
+		dst  *time.Duration
+		max  time.Duration
+		hint string
+	}{
+		{"SEATMAP_COALESCE", &c.SeatMapCoalesce, 10 * time.Second, "a duration like 100ms (at most 10s)"},
+		{"PAYMENTS_RECONCILE_AFTER", &c.PaymentsReconcileAfter, 24 * time.Hour, "a duration like 1m (at most 24h)"},
+		{"PAYMENTS_RECONCILE_INTERVAL", &c.PaymentsReconcileInterval, 24 * time.Hour, "a duration like 30s (at most 24h)"},
+	}
+	for _, d := range durations {
+		if v := get(d.name, ""); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x <= 0 || x > d.max {
+				return c, fmt.Errorf("config: %s: want %s, got %q", d.name, d.hint, v)
+			}
+			*d.dst = x
 		}
-		c.SeatMapCoalesce = d
 	}
 	c.PaysimDatabaseURL = get("PAYSIM_DATABASE_URL", c.DatabaseURL)
 	if o := get("ALLOWED_ORIGINS", ""); o != "" {
@@ -145,7 +173,11 @@ func (c Config) validate() error {
 		return fmt.Errorf("config: SEARCH_BACKEND: want embedded or elasticsearch, got %q", c.SearchBackend)
 	}
 	switch c.PaymentsProvider {
-	case "sandbox", "stripe":
+	case "sandbox":
+	case "stripe":
+		if c.StripeSecretKey == "" {
+			return fmt.Errorf("config: STRIPE_SECRET_KEY: required with PAYMENTS_PROVIDER=stripe")
+		}
 	default:
 		return fmt.Errorf("config: PAYMENTS_PROVIDER: want sandbox or stripe, got %q", c.PaymentsProvider)
 	}

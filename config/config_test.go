@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -33,6 +34,19 @@ func TestLoad(t *testing.T) {
 		require.Equal(t, []string{"https://a.example", "https://b.example"}, c.AllowedOrigins)
 	})
 
+	t.Run("OKDurationsAndPayments", func(t *testing.T) {
+		t.Parallel()
+		c, err := Load(env(map[string]string{"SEATMAP_COALESCE": "250ms", "PAYMENTS_RECONCILE_AFTER": "2s",
+			"PAYMENTS_RECONCILE_INTERVAL": "500ms", "PAYMENTS_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_x",
+			"DEV_SIGNIN": "off"}))
+		require.NoError(t, err)
+		require.Equal(t, 250*time.Millisecond, c.SeatMapCoalesce)
+		require.Equal(t, 2*time.Second, c.PaymentsReconcileAfter)
+		require.Equal(t, 500*time.Millisecond, c.PaymentsReconcileInterval)
+		require.Equal(t, "sk_test_x", c.StripeSecretKey)
+		require.Equal(t, "off", c.DevSignIn)
+	})
+
 	// Each invalid setting stops start-up with one line naming the variable.
 	bad := []struct {
 		name string
@@ -50,6 +64,10 @@ func TestLoad(t *testing.T) {
 		{"ShortHS256Secret", map[string]string{"JWT_HS256_SECRET": "short"}, "JWT_HS256_SECRET"},
 		{"ShortQueueKey", map[string]string{"QUEUE_SIGNING_KEY": "short"}, "QUEUE_SIGNING_KEY"},
 		{"ShortTicketKey", map[string]string{"TICKET_SIGNING_KEY": "short"}, "TICKET_SIGNING_KEY"},
+		{"StripeWithoutKey", map[string]string{"PAYMENTS_PROVIDER": "stripe"}, "STRIPE_SECRET_KEY"},
+		{"SeatMapCoalesce", map[string]string{"SEATMAP_COALESCE": "fast"}, "SEATMAP_COALESCE"},
+		{"ReconcileAfter", map[string]string{"PAYMENTS_RECONCILE_AFTER": "-1s"}, "PAYMENTS_RECONCILE_AFTER"},
+		{"ReconcileInterval", map[string]string{"PAYMENTS_RECONCILE_INTERVAL": "30"}, "PAYMENTS_RECONCILE_INTERVAL"},
 	}
 	for _, tc := range bad {
 		t.Run("Err"+tc.name, func(t *testing.T) {
