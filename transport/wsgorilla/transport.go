@@ -36,10 +36,12 @@ import (
 //     response, then the message around it), which at thousands of
 //     subscribers cost more CPU than executing the frame;
 //   - one goroutine per connection (its reader, detached from the HTTP
-//     handler so net/http's buffers are freed) plus one per operation, each
+//     handler so net/http's buffers are freed, and parked on the socket
+//     rather than inside gorilla, so an idle one keeps a 2 KiB stack: see
+//     waitReadable); a shared subscription (sharedexec) is pushed to a
+//     pool of writers and has no goroutine; another subscription has one,
 //     started fresh once the stack-hungry setup (init, parsing, the
-//     resolver) is done, so an idle one keeps a small stack; keepalives
-//     run on a timer, not a goroutine;
+//     resolver) is done; keepalives run on a timer, not a goroutine;
 //   - small read buffers and pooled write buffers, so an idle connection
 //     holds little memory.
 //
