@@ -23,6 +23,8 @@ func waitSocket(conn net.Conn) {
 	_ = rc.Read(func(fd uintptr) bool {
 		var b [1]byte
 		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK && err != syscall.EINTR
+		// Only "nothing yet" waits; anything else (data, EOF, an error)
+		// is NextReader's to read and report.
+		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
 	})
 }
