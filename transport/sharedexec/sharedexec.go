@@ -80,10 +80,12 @@ type Pusher interface {
 	// with the same operation: the bytes are shared, read-only. False means
 	// the subscriber cannot take more; it is then cut off (End follows).
 	Data(data []byte) bool
-	// Pull queues one call of the operation's response handler: the event
-	// waits inside, to be executed (or its shared result awaited) there.
-	// False as for Data.
-	Pull() bool
+	// Pending queues an event whose result is not computed yet. When its
+	// turn comes the transport calls p.Result: bytes to write as for Data
+	// (another subscriber computed them meanwhile), or nil, and then it
+	// calls the operation's response handler once: the event waits inside,
+	// to be executed there. False as for Data.
+	Pending(p Pending) bool
 	// End says the stream has ended: once what is queued is sent, the
 	// operation is complete.
 	End()
@@ -119,22 +121,33 @@ func (c *chanSource[T]) feed(ctx context.Context, v any) {
 }
 
 // pushSource is a pushed subscriber's source (Source with a Pusher): the
-// hub calls send, Exec's recv takes the events waiting for a Pull. One
-// object per subscriber: thousands of them sit idle.
+// hub calls send, Exec's recv takes the events of the Pendings that the
+// transport could not serve from a shared result. One object per
+// subscriber: thousands of them sit idle.
 type pushSource[T any] struct {
 	chanSource[T] // out only
 	t             *tap
 	buffer        int
 	mu            sync.Mutex
-	// Events waiting for a Pull, in order (at most buffer of them: the
+	// Events of queued Pendings, in order (at most buffer of them: the
 	// transport refuses more than that); usually none.
 	pending []T
 }
 
+// send hands an event to the transport: its shared result if it is
+// computed, or else a Pending. The cache entry is made here, before the
+// transport gets to it: the hub hands a frame to thousands of subscribers
+// before any writer has executed it, and every one of them waits for the
+// one execution instead of finding nothing and executing its own.
 func (s *pushSource[T]) send(v T) bool {
 	p := s.t.push.p
-	if data := s.t.s.cache.ready(v, s.t.key); data != nil {
-		return p.Data(data)
+	e := s.t.s.cache.prepare(v, s.t.key)
+	select {
+	case <-e.done:
+		if e.data != nil {
+			return p.Data(e.data)
+		}
+	default:
 	}
 	s.mu.Lock()
 	if len(s.pending) >= s.buffer {
@@ -143,10 +156,57 @@ func (s *pushSource[T]) send(v T) bool {
 	}
 	s.pending = append(s.pending, v)
 	s.mu.Unlock()
-	return p.Pull()
+	return p.Pending(Pending{e: e, c: &s.t.s.cache, src: s})
 }
 
-// recv is called once per Pull, after its event was queued.
+// drop removes the oldest waiting event: its Pending was served from the
+// shared result.
+func (s *pushSource[T]) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		var zero T
+		s.pending[0] = zero
+		if s.pending = s.pending[1:]; len(s.pending) == 0 {
+			s.pending = nil
+		}
+	}
+}
+
+// Pending is an event of a pushed subscription whose shared result was not
+// computed when it was queued (Pusher.Pending).
+type Pending struct {
+	e   *entry
+	c   *cache
+	src interface{ drop() }
+}
+
+// Result returns the event's shared result once another subscriber's
+// execution of it has finished, or nil: nobody is executing it yet, that
+// execution failed, or ctx ended. On nil the transport calls the response
+// handler once (which executes the event, or waits for the execution that
+// has started meanwhile); on bytes, it writes them and must not call it.
+func (p Pending) Result(ctx context.Context) []byte {
+	p.c.mu.Lock()
+	claimed := p.e.claimed
+	p.c.mu.Unlock()
+	if !claimed {
+		return nil
+	}
+	select {
+	case <-p.e.done:
+	case <-ctx.Done():
+		return nil
+	}
+	if p.e.data == nil {
+		return nil
+	}
+	p.src.drop()
+	return p.e.data
+}
+
+// recv is called once per response handler call, after its event was
+// queued.
 func (s *pushSource[T]) recv(ctx context.Context) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -178,8 +238,8 @@ func WithPusher(ctx context.Context, p Pusher) context.Context {
 }
 
 // Pushed reports whether the subscription dispatched with ctx (from
-// WithPusher) pushes its events: then the transport must not pull, except
-// once per Pull.
+// WithPusher) pushes its events: then the transport must not call the
+// response handler, except once per Pending whose Result is nil.
 func Pushed(ctx context.Context) bool {
 	ps, _ := ctx.Value(pushKey{}).(*pushState)
 	return ps != nil && ps.adopted
@@ -346,19 +406,38 @@ type frame struct {
 }
 
 // entry is one (event, operation) result: data is set (or left nil when the
-// execution failed) before done is closed.
+// execution failed) before done is closed, by the one caller that claimed
+// it.
 type entry struct {
-	event any
-	done  chan struct{}
-	data  []byte
-	size  int // len(data) once counted in cache.bytes (guarded by cache.mu)
+	event   any
+	key     [32]byte
+	done    chan struct{}
+	data    []byte
+	claimed bool // someone is executing it (guarded by cache.mu)
+	size    int  // len(data) once counted in cache.bytes (guarded by cache.mu)
 }
 
-// entry returns the (v, key) entry, and whether the caller created it and so
-// must execute and settle it.
+// entry returns the (v, key) entry, and whether the caller claimed it and so
+// must execute and settle it (nobody had).
 func (c *cache) entry(v any, key [32]byte) (*entry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	e := c.getLocked(v, key)
+	if e.claimed {
+		return e, false
+	}
+	e.claimed = true
+	return e, true
+}
+
+// prepare returns the (v, key) entry, made (unclaimed) if there was none.
+func (c *cache) prepare(v any, key [32]byte) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.getLocked(v, key)
+}
+
+func (c *cache) getLocked(v any, key [32]byte) *entry {
 	f := c.frames[v]
 	if f == nil {
 		f = &frame{ops: map[[32]byte]*entry{}}
@@ -366,32 +445,12 @@ func (c *cache) entry(v any, key [32]byte) (*entry, bool) {
 		c.order = append(c.order, v)
 		c.evictLocked()
 	}
-	if e := f.ops[key]; e != nil {
-		return e, false
-	}
-	e := &entry{event: v, done: make(chan struct{})}
-	f.ops[key] = e
-	return e, true
-}
-
-// ready returns the (v, key) result if it is already computed and clean.
-func (c *cache) ready(v any, key [32]byte) []byte {
-	c.mu.Lock()
-	f := c.frames[v]
-	var e *entry
-	if f != nil {
-		e = f.ops[key]
-	}
-	c.mu.Unlock()
+	e := f.ops[key]
 	if e == nil {
-		return nil
+		e = &entry{event: v, key: key, done: make(chan struct{})}
+		f.ops[key] = e
 	}
-	select {
-	case <-e.done:
-		return e.data
-	default:
-		return nil
-	}
+	return e
 }
 
 // settle publishes the first execution's result: only a clean one (no
@@ -404,7 +463,7 @@ func (c *cache) settle(e *entry, resp *graphql.Response, ctx context.Context) {
 	close(e.done)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.frames[e.event] != nil { // not evicted meanwhile
+	if f := c.frames[e.event]; f != nil && f.ops[e.key] == e { // not evicted meanwhile
 		e.size = len(e.data)
 		c.bytes += e.size
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/stretchr/testify/require"
@@ -107,15 +108,18 @@ func TestNotShared(t *testing.T) {
 
 // recorder is a Pusher that records what it is handed.
 type recorder struct {
-	data  [][]byte
-	pulls int
-	ended int
-	full  bool
+	data    [][]byte
+	pending []sharedexec.Pending
+	ended   int
+	full    bool
 }
 
 func (r *recorder) Data(d []byte) bool { r.data = append(r.data, d); return !r.full }
-func (r *recorder) Pull() bool         { r.pulls++; return !r.full }
-func (r *recorder) End()               { r.ended++ }
+func (r *recorder) Pending(p sharedexec.Pending) bool {
+	r.pending = append(r.pending, p)
+	return !r.full
+}
+func (r *recorder) End() { r.ended++ }
 
 // sourceSchema is fakeSchema with a resolver that uses Source: each Exec
 // hands the test the subscriber's send and end.
@@ -123,6 +127,9 @@ type sourceSchema struct {
 	fakeSchema
 	subs chan func(*frame) bool
 	ends chan func()
+	// When set, an execution says so on executing, then waits for gate.
+	executing chan struct{}
+	gate      chan struct{}
 }
 
 func (f *sourceSchema) Exec(ctx context.Context) graphql.ResponseHandler {
@@ -140,6 +147,13 @@ func (f *sourceSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			return nil
 		}
 		f.execs.Add(1)
+		if f.gate != nil {
+			f.executing <- struct{}{}
+			<-f.gate
+		}
+		if v.n < 0 {
+			return &graphql.Response{Errors: gqlerror.List{{Message: "failed"}}}
+		}
 		return &graphql.Response{Data: []byte(fmt.Sprintf(`{"n":%d}`, v.n))}
 	}
 }
@@ -172,11 +186,12 @@ func TestPushedSource(t *testing.T) {
 
 	fr := &frame{n: 3}
 	require.True(t, send1(fr))
-	require.Equal(t, 1, r1.pulls, "nothing computed yet: the transport must pull")
+	require.Len(t, r1.pending, 1, "nothing computed yet")
+	require.Nil(t, r1.pending[0].Result(ctx1), "nobody is computing it: the transport must call the handler")
 	resp := h1(ctx1)
 	require.JSONEq(t, `{"n":3}`, string(resp.Data))
 	require.True(t, send2(fr))
-	require.Zero(t, r2.pulls)
+	require.Empty(t, r2.pending)
 	require.Equal(t, [][]byte{resp.Data}, r2.data, "the second subscriber gets the first one's bytes")
 	require.EqualValues(t, 1, f.execs.Load())
 
@@ -197,4 +212,89 @@ func TestPushedSource(t *testing.T) {
 	require.NotNil(t, h3(ctx3))
 	require.NotNil(t, h3(ctx3))
 	require.Nil(t, h3(ctx3), "closed by end")
+}
+
+// TestPendingWaitsForOneExecution: subscribers handed a frame before anyone
+// executed it wait for the one execution that starts first and write its
+// bytes (their handler is not called); if that execution fails, or their
+// context ends, Result is nil and they run their own.
+func TestPendingWaitsForOneExecution(t *testing.T) {
+	f := &sourceSchema{subs: make(chan func(*frame) bool, 4), ends: make(chan func(), 4),
+		executing: make(chan struct{}, 16), gate: make(chan struct{})}
+	s := sharedexec.Wrap(f, "updates")
+	const q = `subscription { updates { x } }`
+	type sub struct {
+		r    *recorder
+		h    graphql.ResponseHandler
+		ctx  context.Context
+		send func(*frame) bool
+	}
+	subscribe := func(ctx context.Context) sub {
+		doc, err := parser.ParseQuery(&ast.Source{Input: q})
+		require.NoError(t, err)
+		oc := &graphql.OperationContext{RawQuery: q, Doc: doc, Operation: doc.Operations[0]}
+		r := &recorder{}
+		ctx = sharedexec.WithPusher(graphql.WithResponseContext(graphql.WithOperationContext(ctx, oc),
+			graphql.DefaultErrorPresenter, graphql.DefaultRecover), r)
+		h := s.Exec(ctx)
+		<-f.ends
+		return sub{r: r, h: h, ctx: ctx, send: <-f.subs}
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	a, b, c := subscribe(context.Background()), subscribe(context.Background()), subscribe(cancelled)
+
+	fr := &frame{n: 1}
+	for _, x := range []sub{a, b, c} {
+		require.True(t, x.send(fr))
+		require.Len(t, x.r.pending, 1)
+	}
+	// a's writer comes first: nobody executes it yet, so a runs it.
+	require.Nil(t, a.r.pending[0].Result(a.ctx))
+	done := make(chan *graphql.Response)
+	go func() { done <- a.h(a.ctx) }()
+	<-f.executing // a has claimed it and is executing
+	got := make(chan []byte)
+	waiting := &doneSpy{Context: b.ctx, called: make(chan struct{}, 1)}
+	go func() { got <- b.r.pending[0].Result(waiting) }()
+	select {
+	case <-waiting.called: // b waits on a's execution (and on its own context)
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's Result did not wait for the execution in progress")
+	}
+	cancel()
+	require.Nil(t, c.r.pending[0].Result(c.ctx), "c's context ended")
+	close(f.gate)
+	respA := <-done
+	require.JSONEq(t, `{"n":1}`, string(respA.Data))
+	require.Equal(t, []byte(respA.Data), <-got, "b waited for a's execution and got its bytes")
+	require.EqualValues(t, 1, f.execs.Load())
+
+	// b's handler was not called for frame 1: its next event is frame 2.
+	require.True(t, b.send(&frame{n: 2}))
+	require.Nil(t, b.r.pending[1].Result(b.ctx))
+	require.JSONEq(t, `{"n":2}`, string(b.h(b.ctx).Data))
+
+	// A failed execution is not shared: the others run their own.
+	bad := &frame{n: -1}
+	require.True(t, a.send(bad))
+	require.True(t, b.send(bad))
+	require.Nil(t, a.r.pending[1].Result(a.ctx))
+	require.NotEmpty(t, a.h(a.ctx).Errors)
+	require.Nil(t, b.r.pending[2].Result(b.ctx), "the first execution failed")
+	require.NotEmpty(t, b.h(b.ctx).Errors, "b ran its own")
+	require.EqualValues(t, 4, f.execs.Load())
+}
+
+// doneSpy reports that Done was asked for: a wait on the context started.
+type doneSpy struct {
+	context.Context
+	called chan struct{}
+}
+
+func (d *doneSpy) Done() <-chan struct{} {
+	select {
+	case d.called <- struct{}{}:
+	default:
+	}
+	return d.Context.Done()
 }

@@ -502,7 +502,7 @@ func (t Transport) subscriptionLimit() *gqlerror.Error {
 // client resumes from its last cursor).
 const maxQueued = 32
 
-// pushOp is a pushed subscription: events arrive through Data and Pull (on
+// pushOp is a pushed subscription: events arrive through Data and Pending (on
 // the source's goroutine), wait in queue, and a goroutine started only
 // while there is something to write sends them in order, then exits.
 type pushOp struct {
@@ -522,14 +522,18 @@ type pushOp struct {
 	head      []byte // {"id":..,"type":"next","payload":{"data": (drain only)
 }
 
-// pushItem is shared result bytes, or (data nil) a call of responses.
-type pushItem struct{ data []byte }
+// pushItem is shared result bytes, or (data nil) an event whose result
+// may still be computing.
+type pushItem struct {
+	data []byte
+	pend sharedexec.Pending
+}
 
 // Data implements sharedexec.Pusher.
 func (p *pushOp) Data(data []byte) bool { return p.enqueue(pushItem{data: data}) }
 
-// Pull implements sharedexec.Pusher.
-func (p *pushOp) Pull() bool { return p.enqueue(pushItem{}) }
+// Pending implements sharedexec.Pusher.
+func (p *pushOp) Pending(pd sharedexec.Pending) bool { return p.enqueue(pushItem{pend: pd}) }
 
 // End implements sharedexec.Pusher.
 func (p *pushOp) End() {
@@ -641,8 +645,12 @@ func (p *pushOp) drain() {
 		p.queue = p.spare[:0]
 		p.mu.Unlock()
 		for i, it := range batch {
-			if it.data != nil {
-				p.c.writeParts(pushWriteWait, p.head, it.data, []byte(`}}`))
+			data := it.data
+			if data == nil {
+				data = it.pend.Result(p.ctx)
+			}
+			if data != nil {
+				p.c.writeParts(pushWriteWait, p.head, data, []byte(`}}`))
 			} else if resp := p.responses(p.ctx); resp != nil {
 				p.c.respond(pushWriteWait, p.id, resp)
 			}
