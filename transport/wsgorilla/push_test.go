@@ -186,3 +186,57 @@ func TestPushedSubscriptions(t *testing.T) {
 	b.mu.Unlock()
 	require.Equal(t, 1, cut, "the client that does not read is cut off, and only it")
 }
+
+// A pushed write to a client that stopped reading has no deadline; the
+// writers' watchdog closes the socket once it has been blocked too long,
+// and the connection is closed.
+func TestWatchdogClosesBlockedWrite(t *testing.T) {
+	conns := make(chan *connection, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		conns <- &connection{ws: ws, ctx: context.Background()}
+	}))
+	t.Cleanup(srv.Close)
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(8 << 10) // and never read
+		}
+		return c, err
+	}}
+	client, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	c := <-conns
+
+	slots := make([]writerSlot, 1)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go watchWriters(slots, 200*time.Millisecond, stop)
+	writes := make(chan int)
+	go func() {
+		big := []byte(`"` + strings.Repeat("x", 64<<10) + `"`)
+		n := 0
+		for {
+			c.mu.Lock()
+			closed := c.closed
+			c.mu.Unlock()
+			if closed {
+				writes <- n
+				return
+			}
+			c.writeWatched(&slots[0], big)
+			n++
+		}
+	}()
+	select {
+	case n := <-writes:
+		require.Positive(t, n)
+		require.Zero(t, slots[0].since.Load(), "the slot shows no write in progress")
+	case <-time.After(30 * time.Second):
+		t.Fatal("a write blocked on a client that does not read was never cut off")
+	}
+}

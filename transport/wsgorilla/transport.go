@@ -571,20 +571,22 @@ func (p *pushOp) kickLocked() {
 	}
 	p.running = true
 	startWriters.Do(func() {
-		for range writers {
+		slots = make([]writerSlot, writers)
+		for i := range slots {
 			go func() {
 				for p := range pushWork {
 					active.Add(1)
-					p.drain()
+					p.drain(&slots[i])
 					active.Add(-1)
 				}
 			}()
 		}
+		go watchWriters(slots, pushWriteWait, nil)
 	})
 	select {
 	case pushWork <- p:
 	default: // every writer is far behind: one more goroutine
-		go p.drain()
+		go p.drain(nil)
 	}
 }
 
@@ -596,6 +598,9 @@ func (p *pushOp) kickLocked() {
 // runnable writers. A write that blocks (the client's socket buffer is
 // full) holds its writer for at most pushWriteWait, then the connection is
 // closed: a client that far behind reconnects and resumes from its cursor.
+// That limit is kept by a watchdog over the writers (watchWriters), not by a
+// deadline per write: setting the socket's deadline (a runtime timer) for
+// each of 10,000 writes was 7% of the fan-out's CPU.
 // Writers are many more than CPUs so that a few such clients at once do not
 // hold up the others: an idle writer costs a parked goroutine.
 var (
@@ -612,8 +617,44 @@ func Busy() bool { return len(pushWork) > 0 || active.Load() > 0 }
 
 const pushWriteWait = time.Second
 
+// slots are the writers' current writes, for watchWriters.
+var slots []writerSlot
+
+// writerSlot is a writer's write in progress: its connection, and when it
+// started (unix nanoseconds; 0 when the writer is not writing).
+type writerSlot struct {
+	conn  atomic.Pointer[connection]
+	since atomic.Int64
+}
+
+// watchWriters closes the socket under a write that has been blocked for
+// longer than wait (the write then fails and the connection is closed),
+// looking every wait/4, until stop is closed (never for the pool's).
+func watchWriters(slots []writerSlot, wait time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(wait / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		for i := range slots {
+			s := &slots[i]
+			since := s.since.Load()
+			c := s.conn.Load()
+			if since != 0 && now-since > int64(wait) && s.since.Load() == since && c != nil {
+				_ = c.ws.NetConn().Close()
+			}
+		}
+	}
+}
+
 // drain writes what is queued, then finishes the operation if it ended.
-func (p *pushOp) drain() {
+// slot is the writer's (nil on an extra goroutine: its writes then carry a
+// deadline).
+func (p *pushOp) drain(slot *writerSlot) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.mu.Lock()
@@ -650,7 +691,7 @@ func (p *pushOp) drain() {
 				data = it.pend.Result(p.ctx)
 			}
 			if data != nil {
-				p.c.writeParts(pushWriteWait, p.head, data, []byte(`}}`))
+				p.c.writeWatched(slot, p.head, data, []byte(`}}`))
 			} else if resp := p.responses(p.ctx); resp != nil {
 				p.c.respond(pushWriteWait, p.id, resp)
 			}
@@ -816,6 +857,42 @@ func (c *connection) writeParts(wait time.Duration, parts ...[]byte) {
 			err = cerr
 		}
 	}
+	c.mu.Unlock()
+	if err != nil {
+		c.reportError(fmt.Errorf("websocket write: %w", err))
+		c.close(websocket.CloseGoingAway, "write failed")
+	}
+}
+
+// writeWatched is writeParts for a writer of the pool: the write has no
+// deadline, the writer's slot shows it to watchWriters instead. Without a
+// slot, the write must finish within pushWriteWait.
+func (c *connection) writeWatched(slot *writerSlot, parts ...[]byte) {
+	if slot == nil {
+		c.writeParts(pushWriteWait, parts...)
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	slot.conn.Store(c)
+	slot.since.Store(time.Now().UnixNano())
+	_ = c.ws.SetWriteDeadline(time.Time{})
+	w, err := c.ws.NextWriter(websocket.TextMessage)
+	if err == nil {
+		for _, p := range parts {
+			if err == nil {
+				_, err = w.Write(p)
+			}
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	slot.since.Store(0)
+	slot.conn.Store(nil)
 	c.mu.Unlock()
 	if err != nil {
 		c.reportError(fmt.Errorf("websocket write: %w", err))
