@@ -177,31 +177,6 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// seatState is the effective state of an inventory row by the DB clock.
-type seatState struct {
-	holdID string // "" when available
-	owner  string
-}
-
-// effective reads every inventory row's effective holder.
-func effective(t testing.TB, pool *pgxpool.Pool, eventID string) map[int64]seatState {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), `
-		SELECT id, CASE WHEN status = 'SOLD' OR (status = 'HELD' AND expires_at > now()) THEN hold_id::text ELSE '' END,
-		       CASE WHEN status = 'SOLD' OR (status = 'HELD' AND expires_at > now()) THEN owner ELSE '' END
-		FROM inventory WHERE event_id = $1`, eventID)
-	require.NoError(t, err)
-	out := map[int64]seatState{}
-	for rows.Next() {
-		var id int64
-		var s seatState
-		require.NoError(t, rows.Scan(&id, &s.holdID, &s.owner))
-		out[id] = s
-	}
-	require.NoError(t, rows.Err())
-	return out
-}
-
 func count(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int {
 	t.Helper()
 	var n int

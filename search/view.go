@@ -152,13 +152,6 @@ func (v *view) apply(docs []viewDoc, del []string) {
 	}
 }
 
-// len is the number of documents in the view.
-func (v *view) len() int {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return len(v.sorted)
-}
-
 // viewable reports whether the view answers q: no text, DATE or DISTANCE order.
 func viewable(q Query) bool {
 	return q.Text == "" && (q.Sort == SortDate || (q.Sort == SortDistance && q.Near != nil))
