@@ -138,11 +138,6 @@ func (a *App) allowedOrigins() []string {
 	return append([]string{a.Cfg.PublicBaseURL}, a.Cfg.AllowedOrigins...)
 }
 
-// websocketInit authenticates a WebSocket from the connection_init payload
-// {"Authorization": "Bearer <JWT>"}. No token keeps the connection anonymous
-// (or authenticated by the upgrade request's header); an invalid token closes
-// it with 4403 (graphql-transport-ws) / a connection_error (graphql-ws).
-// Every connection also gets its subscription counter here.
 // wsConnContext is what a WebSocket connection keeps of its upgrade
 // request's context: the request id, the client's address and the caller
 // authenticated from its headers (connection_init's token may replace it).
@@ -159,6 +154,10 @@ func wsConnContext(r *http.Request) context.Context {
 	return ctx
 }
 
+// websocketInit authenticates a WebSocket from the connection_init payload
+// {"Authorization": "Bearer <JWT>"}. No token keeps the connection anonymous
+// (or authenticated by the upgrade request's header); an invalid token closes
+// it with 4403 (graphql-transport-ws) / a connection_error (graphql-ws).
 func (a *App) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	u, ok, err := a.Auth.Authenticate(p.Authorization())
 	if err != nil {

@@ -64,7 +64,6 @@ func TestLoad(t *testing.T) {
 		{"ShortHS256Secret", map[string]string{"JWT_HS256_SECRET": "short"}, "JWT_HS256_SECRET"},
 		{"ShortQueueKey", map[string]string{"QUEUE_SIGNING_KEY": "short"}, "QUEUE_SIGNING_KEY"},
 		{"ShortTicketKey", map[string]string{"TICKET_SIGNING_KEY": "short"}, "TICKET_SIGNING_KEY"},
-		{"StripeWithoutKey", map[string]string{"PAYMENTS_PROVIDER": "stripe"}, "STRIPE_SECRET_KEY"},
 		{"SeatMapCoalesce", map[string]string{"SEATMAP_COALESCE": "fast"}, "SEATMAP_COALESCE"},
 		{"ReconcileAfter", map[string]string{"PAYMENTS_RECONCILE_AFTER": "-1s"}, "PAYMENTS_RECONCILE_AFTER"},
 		{"ReconcileInterval", map[string]string{"PAYMENTS_RECONCILE_INTERVAL": "30"}, "PAYMENTS_RECONCILE_INTERVAL"},

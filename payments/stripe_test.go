@@ -170,3 +170,15 @@ func TestStripeWebhookVerification(t *testing.T) {
 	require.Equal(t, payments.EventPaymentFailed, n.Type)
 	require.Equal(t, payments.StatusFailed, n.Payment.Status)
 }
+
+// The provider is chosen by PAYMENTS_PROVIDER; stripe needs its key, and
+// the error names the variable, as configuration errors do.
+func TestNewProvider(t *testing.T) {
+	_, err := payments.NewProvider("stripe", "", "whsec_x", "")
+	require.ErrorContains(t, err, "STRIPE_SECRET_KEY")
+	p, err := payments.NewProvider("stripe", "", "whsec_x", "sk_test_x")
+	require.NoError(t, err)
+	require.NotNil(t, p)
+	_, err = payments.NewProvider("paypal", "", "whsec_x", "")
+	require.ErrorContains(t, err, "PAYMENTS_PROVIDER")
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -416,33 +417,22 @@ type funcSink[T any] struct {
 	deliver func(T) bool
 	end     func()
 
-	// end is for a subscription that started: a removal while setting up
-	// (SubscribeFunc then returns the error) does not call it; one after the
-	// set-up succeeded calls it once SubscribeFunc has returned.
-	mu             sync.Mutex
-	started, ended bool
+	// end is for a subscription that started: it is called by whichever of
+	// start (the set-up succeeded) and close (the subscriber was removed)
+	// comes second. A removal while setting up, after which SubscribeFunc
+	// returns the error, never calls it.
+	steps atomic.Int32
 }
 
 func (f *funcSink[T]) send(u *Update) bool { return f.deliver(converted(u, f.conv)) }
 
-func (f *funcSink[T]) close() {
-	f.mu.Lock()
-	f.ended = true
-	call := f.started
-	f.mu.Unlock()
-	if call {
-		f.end()
-	}
-}
+func (f *funcSink[T]) close() { f.step() }
 
-// start marks the set-up done, and ends the subscription if it was removed
-// meanwhile.
-func (f *funcSink[T]) start() {
-	f.mu.Lock()
-	f.started = true
-	call := f.ended
-	f.mu.Unlock()
-	if call {
+// start marks the set-up done.
+func (f *funcSink[T]) start() { f.step() }
+
+func (f *funcSink[T]) step() {
+	if f.steps.Add(1) == 2 {
 		f.end()
 	}
 }

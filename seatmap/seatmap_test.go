@@ -591,3 +591,26 @@ func TestBusyHoldsFramesBackAtMostMaxCoalesce(t *testing.T) {
 	require.NoError(t, svc.Publish(context.Background(), []outbox.Row{{EventID: &b.eventID, Topic: "inventory", Payload: json.RawMessage(payload)}}))
 	require.Equal(t, int64(100), next(t, sub).Seats[0].Version)
 }
+
+// SubscribeFunc calls end exactly once for a subscription that started
+// (here: its context ends), and never for one whose set-up failed.
+func TestSubscribeFuncEndsOnce(t *testing.T) {
+	b := setup(t)
+	svc := b.service(t, seatmap.Config{})
+	var ends atomic.Int32
+	id := func(u *seatmap.Update) *seatmap.Update { return u }
+	send := func(*seatmap.Update) bool { return true }
+	end := func() { ends.Add(1) }
+
+	err := seatmap.SubscribeFunc(context.Background(), svc, uuid.NewString(), "", id, send, end)
+	require.Error(t, err, "unknown event")
+	require.Zero(t, ends.Load(), "a set-up that failed is not ended")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, seatmap.SubscribeFunc(ctx, svc, b.eventID, "", id, send, end))
+	require.Zero(t, ends.Load())
+	cancel()
+	require.Eventually(t, func() bool { return ends.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return svc.Subscribers() == 0 }, 5*time.Second, 5*time.Millisecond)
+	require.EqualValues(t, 1, ends.Load(), "once")
+}

@@ -228,7 +228,7 @@ func TestWatchdogClosesBlockedWrite(t *testing.T) {
 				writes <- n
 				return
 			}
-			c.writeWatched(&slots[0], big)
+			c.writeParts(time.Hour, &slots[0], big) // no deadline: only the watchdog can cut it off
 			n++
 		}
 	}()

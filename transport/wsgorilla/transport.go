@@ -571,17 +571,17 @@ func (p *pushOp) kickLocked() {
 	}
 	p.running = true
 	startWriters.Do(func() {
-		slots = make([]writerSlot, writers)
-		for i := range slots {
+		writerSlots = make([]writerSlot, writers)
+		for i := range writerSlots {
 			go func() {
 				for p := range pushWork {
 					active.Add(1)
-					p.drain(&slots[i])
+					p.drain(&writerSlots[i])
 					active.Add(-1)
 				}
 			}()
 		}
-		go watchWriters(slots, pushWriteWait, nil)
+		go watchWriters(writerSlots, pushWriteWait, nil)
 	})
 	select {
 	case pushWork <- p:
@@ -617,8 +617,8 @@ func Busy() bool { return len(pushWork) > 0 || active.Load() > 0 }
 
 const pushWriteWait = time.Second
 
-// slots are the writers' current writes, for watchWriters.
-var slots []writerSlot
+// writerSlots are the pool's writers' current writes, for watchWriters.
+var writerSlots []writerSlot
 
 // writerSlot is a writer's write in progress: its connection, and when it
 // started (unix nanoseconds; 0 when the writer is not writing).
@@ -691,7 +691,7 @@ func (p *pushOp) drain(slot *writerSlot) {
 				data = it.pend.Result(p.ctx)
 			}
 			if data != nil {
-				p.c.writeWatched(slot, p.head, data, []byte(`}}`))
+				p.c.writeParts(pushWriteWait, slot, p.head, data, []byte(`}}`))
 			} else if resp := p.responses(p.ctx); resp != nil {
 				p.c.respond(pushWriteWait, p.id, resp)
 			}
@@ -813,7 +813,7 @@ func (c *connection) writeFrameWait(wait time.Duration, id, typ string, payload 
 	parts := make([][]byte, 0, 6)
 	parts = append(parts, buf)
 	parts = append(parts, payload...)
-	c.writeParts(wait, append(parts, []byte{'}'})...)
+	c.writeParts(wait, nil, append(parts, []byte{'}'})...)
 	*b = buf
 	writeBufs.Put(b)
 }
@@ -837,15 +837,23 @@ func frameHead(buf []byte, id, typ string, payload bool) []byte {
 	return buf
 }
 
-// writeParts writes one message made of parts, which must finish within
-// wait, or the connection is closed.
-func (c *connection) writeParts(wait time.Duration, parts ...[]byte) {
+// writeParts writes one message made of parts. It must finish within
+// wait, or the connection is closed; on a writer of the pool (slot set) the
+// write carries no socket deadline and the slot shows it to watchWriters,
+// which keeps the same limit.
+func (c *connection) writeParts(wait time.Duration, slot *writerSlot, parts ...[]byte) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	_ = c.ws.SetWriteDeadline(time.Now().Add(wait))
+	if slot != nil {
+		slot.conn.Store(c)
+		slot.since.Store(time.Now().UnixNano())
+		_ = c.ws.SetWriteDeadline(time.Time{})
+	} else {
+		_ = c.ws.SetWriteDeadline(time.Now().Add(wait))
+	}
 	w, err := c.ws.NextWriter(websocket.TextMessage)
 	if err == nil {
 		for _, p := range parts {
@@ -857,42 +865,10 @@ func (c *connection) writeParts(wait time.Duration, parts ...[]byte) {
 			err = cerr
 		}
 	}
-	c.mu.Unlock()
-	if err != nil {
-		c.reportError(fmt.Errorf("websocket write: %w", err))
-		c.close(websocket.CloseGoingAway, "write failed")
+	if slot != nil {
+		slot.since.Store(0)
+		slot.conn.Store(nil)
 	}
-}
-
-// writeWatched is writeParts for a writer of the pool: the write has no
-// deadline, the writer's slot shows it to watchWriters instead. Without a
-// slot, the write must finish within pushWriteWait.
-func (c *connection) writeWatched(slot *writerSlot, parts ...[]byte) {
-	if slot == nil {
-		c.writeParts(pushWriteWait, parts...)
-		return
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	slot.conn.Store(c)
-	slot.since.Store(time.Now().UnixNano())
-	_ = c.ws.SetWriteDeadline(time.Time{})
-	w, err := c.ws.NextWriter(websocket.TextMessage)
-	if err == nil {
-		for _, p := range parts {
-			if err == nil {
-				_, err = w.Write(p)
-			}
-		}
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-	}
-	slot.since.Store(0)
-	slot.conn.Store(nil)
 	c.mu.Unlock()
 	if err != nil {
 		c.reportError(fmt.Errorf("websocket write: %w", err))
