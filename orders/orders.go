@@ -81,6 +81,11 @@ type Config struct {
 	ReconcileAfter time.Duration
 	// ReconcileInterval between reconciliation runs (30s).
 	ReconcileInterval time.Duration
+	// RecheckFailedFor: with a provider whose failed payments may still
+	// succeed (payments.FailedMaySucceed: Stripe), the reconciler asks about
+	// FAILED payments this long after the failure (24h), first after
+	// ReconcileAfter, then at doubling intervals.
+	RecheckFailedFor time.Duration
 	// Simulate is sent as the sandbox's per-payment fault injection with
 	// every create (tests and demos only).
 	Simulate map[string]any
@@ -113,6 +118,9 @@ func New(st *store.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.ReconcileInterval <= 0 {
 		cfg.ReconcileInterval = 30 * time.Second
+	}
+	if cfg.RecheckFailedFor <= 0 {
+		cfg.RecheckFailedFor = 24 * time.Hour
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()

@@ -594,7 +594,9 @@ func (s *Service) refundPayment(ctx context.Context, paymentID string) error {
 // Reconcile settles what is uncertain: orders whose hold ran out are
 // expired, open attempts untouched for ReconcileAfter are queried at the
 // provider (results whose notification never came), refunds pending are
-// re-enqueued. It returns the number of actions taken.
+// re-enqueued, and, with a provider whose failed payments may still
+// succeed, recent FAILED payments are queried again (recheckFailed). It
+// returns the number of actions taken.
 func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	actions := 0
 	ids, err := s.st.ExpirableOrders(ctx, 200)
@@ -634,9 +636,50 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		s.metrics.actions.WithLabelValues("query_provider").Inc()
 		actions++
 	}
+	n, err := s.recheckFailed(ctx)
+	actions += n
+	if err != nil && firstErr == nil {
+		firstErr = err
+	}
 	if w, r, err := s.st.CountPaymentsWithoutOrder(ctx); err == nil {
 		s.metrics.withoutOrder.Set(float64(w))
 		s.metrics.compensations.Set(float64(r))
 	}
 	return actions, firstErr
+}
+
+// recheckFailed asks the provider again about FAILED payments that may
+// still succeed (a Stripe buyer retrying on the same PaymentIntent after a
+// decline), within RecheckFailedFor of the failure, at doubling intervals.
+// A success found this way goes through the state machine like its lost
+// notification would have: the order is confirmed if its hold still
+// stands, else the charge is compensated.
+func (s *Service) recheckFailed(ctx context.Context) (int, error) {
+	if !payments.FailedMaySucceed(s.cfg.Provider) {
+		return 0, nil
+	}
+	ps, err := s.st.FailedPaymentsToRecheck(ctx, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckFailedFor, 200)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		done     int
+		firstErr error
+	)
+	for _, p := range ps {
+		err := s.resolve(ctx, p)
+		if err == nil {
+			err = s.st.MarkPaymentChecked(ctx, p.ID)
+		}
+		if err != nil {
+			s.cfg.Log.Warn("recheck failed payment", "payment", p.ID, "err", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		s.metrics.actions.WithLabelValues("recheck_failed").Inc()
+		done++
+	}
+	return done, firstErr
 }

@@ -62,8 +62,25 @@ const (
 	StatusRefunded  Status = "refunded"
 )
 
-// Final reports whether no further change can come except a refund.
+// Final reports whether the provider has answered (the payment is no
+// longer pending). Only a refund can follow, except a failure at a provider
+// whose failed payments may still succeed (FailedMaySucceed).
 func (s Status) Final() bool { return s != StatusPending }
+
+// FailureReopener is a Provider whose failed payments can still succeed
+// later. With Stripe, the buyer may confirm the same PaymentIntent again
+// with another card after a decline.
+type FailureReopener interface {
+	FailedMaySucceed() bool
+}
+
+// FailedMaySucceed reports whether a failed payment at p can still
+// succeed, so the reconciler keeps asking about it for a while in case the
+// notification of that success is lost.
+func FailedMaySucceed(p Provider) bool {
+	r, ok := p.(FailureReopener)
+	return ok && r.FailedMaySucceed()
+}
 
 // ProviderPayment is a payment as the provider reports it.
 type ProviderPayment struct {

@@ -35,6 +35,10 @@ type Stripe struct {
 
 var _ Provider = (*Stripe)(nil)
 
+// FailedMaySucceed implements FailureReopener: a declined PaymentIntent
+// (requires_payment_method) can be confirmed again with another card.
+func (s *Stripe) FailedMaySucceed() bool { return true }
+
 // NewStripe returns the Stripe provider. backends may be nil (Stripe's API);
 // tests pass stripe.NewBackendsWithConfig with their own URL.
 func NewStripe(secretKey, webhookSecret string, backends *stripe.Backends) *Stripe {

@@ -188,6 +188,27 @@ WHERE (status IN ('PENDING', 'UNKNOWN') AND updated_at < now() - $1 * interval '
 ORDER BY updated_at LIMIT $2`, olderThan.Seconds(), limit)
 }
 
+// FailedPaymentsToRecheck lists FAILED payments of provider that failed
+// within the last `within` and are due for another question to the
+// provider: first `after` the failure, then each time after waiting as
+// long as the payment had been failed at the previous check (so about
+// log2(within/after) checks in all), oldest check first.
+func (s *Store) FailedPaymentsToRecheck(ctx context.Context, provider string, after, within time.Duration, limit int) ([]Payment, error) {
+	return s.payments(ctx, "failed payments to recheck", `SELECT `+paymentColumns+` FROM payments
+WHERE status = 'FAILED' AND provider = $1 AND provider_ref IS NOT NULL
+  AND updated_at > now() - $3 * interval '1 second'
+  AND CASE WHEN checked_at IS NULL THEN updated_at < now() - $2 * interval '1 second'
+           ELSE checked_at < now() - greatest($2 * interval '1 second', checked_at - updated_at) END
+ORDER BY coalesce(checked_at, updated_at) LIMIT $4`, provider, after.Seconds(), within.Seconds(), limit)
+}
+
+// MarkPaymentChecked records that the provider was asked about a FAILED
+// payment and still reports it failed (updated_at is left alone).
+func (s *Store) MarkPaymentChecked(ctx context.Context, id string) error {
+	_, err := s.db.Exec(ctx, `UPDATE payments SET checked_at = now() WHERE id = $1 AND status = 'FAILED'`, id)
+	return wrap("mark payment checked", err)
+}
+
 // CountPaymentsWithoutOrder counts succeeded charges not backed by a
 // confirmed order, and refunds pending (for the gauges).
 func (s *Store) CountPaymentsWithoutOrder(ctx context.Context) (withoutOrder, refundsPending int, err error) {
