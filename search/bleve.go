@@ -24,7 +24,7 @@ import (
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
-	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // bleveSchema names the mapping below; an index built with another one is
@@ -85,7 +85,7 @@ var ErrIndexLocked = errors.New("search: the index under SEARCH_DIR is in use by
 func OpenBleve(dir string, reset bool) (*Bleve, error) {
 	path := filepath.Join(dir, "events.bleve")
 	idx, err := bleve.OpenUsing(path, map[string]any{"bolt_timeout": "3s"})
-	if err != nil && (errors.Is(err, bbolt.ErrTimeout) || strings.Contains(err.Error(), "timeout")) {
+	if err != nil && (errors.Is(err, bolterrors.ErrTimeout) || strings.Contains(err.Error(), "timeout")) {
 		return nil, ErrIndexLocked
 	}
 	fresh := false

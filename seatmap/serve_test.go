@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func TestTwoServeProcesses(t *testing.T) {
 		t.Skip("builds and starts the binary")
 	}
 	bin := filepath.Join(t.TempDir(), "ticketing")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = ".." // the module root: package main
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
