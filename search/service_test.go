@@ -119,3 +119,16 @@ func TestUnavailableIndexAnswersQuickly(t *testing.T) {
 	require.ErrorIs(t, err, apperr.ErrServiceUnavailable)
 	require.Less(t, time.Since(start), time.Second)
 }
+
+// A second process (here: a second open) cannot take an embedded index in
+// use: ErrIndexLocked, which `ticketing reindex` turns into "stop serve
+// first", instead of waiting forever or rebuilding it under the server.
+func TestIndexInUseIsReportedLocked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b, err := search.OpenBleve(dir, false)
+	require.NoError(t, err)
+	defer b.Close()
+	_, err = search.OpenBleve(dir, true)
+	require.ErrorIs(t, err, search.ErrIndexLocked)
+}
