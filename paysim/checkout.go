@@ -15,6 +15,7 @@ var checkoutPage = template.Must(template.New("checkout").Parse(`<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Pago / Checkout · paysim</title>
+<link rel="icon" href="data:,">
 <style>
 body{margin:0;min-height:100vh;display:grid;place-items:center;background:#f3f4f6;font:16px/1.5 system-ui,sans-serif;color:#111827}
 main{background:#fff;border-radius:12px;box-shadow:0 4px 24px #0001;padding:2rem;width:min(24rem,90vw)}
