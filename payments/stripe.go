@@ -24,8 +24,8 @@ import (
 //
 // Mapping: a payment is a PaymentIntent (Reference in metadata.reference),
 // created with the attempt's idempotency key. Its CheckoutURL is the
-// buyer's return page with the intent's client secret, for the web app's
-// Stripe Elements form. Statuses: succeeded -> succeeded (refunded when its
+// buyer's return page with the intent's client secret, for a Stripe
+// Elements form (the web app has none yet: it pays through the sandbox). Statuses: succeeded -> succeeded (refunded when its
 // latest charge is refunded), canceled -> cancelled, requires_payment_method
 // after a failed attempt -> failed, anything else -> pending.
 type Stripe struct {
