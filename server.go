@@ -115,6 +115,9 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, lo
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings() {
+		log.Warn("config: " + w)
+	}
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -2,14 +2,13 @@ package app
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/config"
 )
 
 // Development sign-in: the web app lets a developer pick a name and get a
@@ -38,24 +37,12 @@ func DevSignInEnabled(hs256Secret, publicBaseURL, devSignIn string) bool {
 	case "1", "true", "yes", "on":
 		return true
 	case "":
-		return isLoopbackURL(publicBaseURL)
+		return config.IsLoopbackURL(publicBaseURL)
 	default: // "false", "0", "off" and anything unexpected: off
 		return false
 	}
 }
 
-func isLoopbackURL(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // devSubject turns a display name into the token subject "dev-<slug>", or ""
 // when the name is unusable (empty, too long, or no letters or digits).

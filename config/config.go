@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -66,8 +67,44 @@ type Config struct {
 	// Queue is the virtual waiting room's configuration (QUEUE_* and
 	// TRUSTED_PROXIES, see queue.ConfigFromEnv), signed with QueueSigningKey.
 	Queue queue.Config
-	// Dev is true when keys were generated at start (development mode).
+	// GeneratedKeys names the signing keys that were not set and got a
+	// random value for this process (development only: see Warnings).
 	GeneratedKeys []string
+}
+
+// DevWebhookSecret is PAYMENTS_WEBHOOK_SECRET's development default, shared
+// with `ticketing paysim` (public: never a production secret).
+const DevWebhookSecret = "whsec_dev"
+
+// Warnings are the settings that are fine for development but not for a
+// deployment, one line each, for the log at start: keys generated for this
+// process (other instances cannot verify what this one signs, and a restart
+// invalidates them) and, when PUBLIC_BASE_URL is not a loopback address, the
+// public development webhook secret.
+func (c Config) Warnings() []string {
+	var out []string
+	for _, k := range c.GeneratedKeys {
+		out = append(out, k+" is not set: a random key for this process only (set the same key on every instance)")
+	}
+	if c.PaymentsSecret == DevWebhookSecret && !IsLoopbackURL(c.PublicBaseURL) {
+		out = append(out, "PAYMENTS_WEBHOOK_SECRET is the public development default while PUBLIC_BASE_URL is not a loopback address: anyone can sign notifications")
+	}
+	return out
+}
+
+// IsLoopbackURL reports whether raw's host is localhost or a loopback IP
+// (what scripts/dev.sh runs).
+func IsLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Load reads the configuration through getenv and validates it.
@@ -94,7 +131,7 @@ func Load(getenv func(string) string) (Config, error) {
 		TicketSigningKey: get("TICKET_SIGNING_KEY", ""),
 		PaymentsProvider: get("PAYMENTS_PROVIDER", "sandbox"),
 		PaymentsBaseURL:  get("PAYMENTS_BASE_URL", "http://127.0.0.1:8090"),
-		PaymentsSecret:   get("PAYMENTS_WEBHOOK_SECRET", "whsec_dev"),
+		PaymentsSecret:   get("PAYMENTS_WEBHOOK_SECRET", DevWebhookSecret),
 		PublicBaseURL:    get("PUBLIC_BASE_URL", "http://127.0.0.1:8080"),
 		PaysimAddr:       get("PAYSIM_ADDR", ":8090"),
 	}
@@ -194,6 +231,11 @@ func (c Config) validate() error {
 	}
 	if c.PaymentsSecret == "" {
 		return fmt.Errorf("config: PAYMENTS_WEBHOOK_SECRET: must not be empty")
+	}
+	if c.PaymentsProvider == "stripe" && c.PaymentsSecret == DevWebhookSecret {
+		// Stripe signs with the endpoint's own secret: the public
+		// development default would verify only forged notifications.
+		return fmt.Errorf("config: PAYMENTS_WEBHOOK_SECRET: required with PAYMENTS_PROVIDER=stripe (the endpoint's whsec_ signing secret)")
 	}
 	return nil
 }

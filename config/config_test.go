@@ -24,6 +24,16 @@ func TestLoad(t *testing.T) {
 		require.Equal(t, "ticketing", c.JWTAudience)
 		require.Equal(t, "http://127.0.0.1:8080", c.PublicBaseURL)
 		require.Equal(t, c.DatabaseURL, c.PaysimDatabaseURL)
+		// The contract's defaults (../shared/api/README.md).
+		require.Equal(t, "postgres:///ticketing?host=/var/run/postgresql", c.DatabaseURL)
+		require.Equal(t, "redis://127.0.0.1:6379/0", c.RedisURL)
+		require.Equal(t, "embedded", c.SearchBackend)
+		require.Equal(t, "./data/search", c.SearchDir)
+		require.Equal(t, "sandbox", c.PaymentsProvider)
+		require.Equal(t, "http://127.0.0.1:8090", c.PaymentsBaseURL)
+		require.Equal(t, "whsec_dev", c.PaymentsSecret)
+		require.Equal(t, ":8090", c.PaysimAddr)
+		require.Len(t, c.Warnings(), 2, "the two generated keys")
 		require.ElementsMatch(t, []string{"QUEUE_SIGNING_KEY", "TICKET_SIGNING_KEY"}, c.GeneratedKeys)
 		require.GreaterOrEqual(t, len(c.QueueSigningKey), 16)
 	})
@@ -38,7 +48,7 @@ func TestLoad(t *testing.T) {
 		t.Parallel()
 		c, err := Load(env(map[string]string{"SEATMAP_COALESCE": "250ms", "PAYMENTS_RECONCILE_AFTER": "2s",
 			"PAYMENTS_RECONCILE_INTERVAL": "500ms", "PAYMENTS_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_x",
-			"DEV_SIGNIN": "off"}))
+			"PAYMENTS_WEBHOOK_SECRET": "whsec_from_stripe", "DEV_SIGNIN": "off"}))
 		require.NoError(t, err)
 		require.Equal(t, 250*time.Millisecond, c.SeatMapCoalesce)
 		require.Equal(t, 2*time.Second, c.PaymentsReconcileAfter)
@@ -67,6 +77,9 @@ func TestLoad(t *testing.T) {
 		{"SeatMapCoalesce", map[string]string{"SEATMAP_COALESCE": "fast"}, "SEATMAP_COALESCE"},
 		{"ReconcileAfter", map[string]string{"PAYMENTS_RECONCILE_AFTER": "-1s"}, "PAYMENTS_RECONCILE_AFTER"},
 		{"ReconcileInterval", map[string]string{"PAYMENTS_RECONCILE_INTERVAL": "30"}, "PAYMENTS_RECONCILE_INTERVAL"},
+		// Stripe signs with the endpoint's secret: the public development
+		// default would accept only forged notifications.
+		{"StripeWithDevWebhookSecret", map[string]string{"PAYMENTS_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_x"}, "PAYMENTS_WEBHOOK_SECRET"},
 	}
 	for _, tc := range bad {
 		t.Run("Err"+tc.name, func(t *testing.T) {
@@ -78,5 +91,46 @@ func TestLoad(t *testing.T) {
 			require.NotContains(t, msg, "\n", "one line")
 			require.True(t, strings.HasPrefix(msg, "config: "+tc.want+":"), msg)
 		})
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	t.Parallel()
+	keys := map[string]string{"QUEUE_SIGNING_KEY": "0123456789abcdef", "TICKET_SIGNING_KEY": "fedcba9876543210"}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range keys {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	c, err := Load(env(with(nil)))
+	require.NoError(t, err)
+	require.Empty(t, c.Warnings(), "keys set, loopback PUBLIC_BASE_URL: development")
+
+	c, err = Load(env(with(map[string]string{"PUBLIC_BASE_URL": "https://tickets.example"})))
+	require.NoError(t, err)
+	require.Len(t, c.Warnings(), 1)
+	require.Contains(t, c.Warnings()[0], "PAYMENTS_WEBHOOK_SECRET")
+
+	c, err = Load(env(with(map[string]string{"PUBLIC_BASE_URL": "https://tickets.example", "PAYMENTS_WEBHOOK_SECRET": "whsec_real"})))
+	require.NoError(t, err)
+	require.Empty(t, c.Warnings())
+
+	c, err = Load(env(map[string]string{"QUEUE_SIGNING_KEY": "0123456789abcdef"}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"TICKET_SIGNING_KEY is not set: a random key for this process only (set the same key on every instance)"}, c.Warnings())
+}
+
+func TestIsLoopbackURL(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]bool{
+		"http://127.0.0.1:8080": true, "http://localhost:8080": true, "http://[::1]:8080": true, "http://127.1.2.3": true,
+		"https://tickets.example": false, "http://10.0.0.1:8080": false, "http://api:8080": false, "::": false,
+	} {
+		require.Equal(t, want, IsLoopbackURL(raw), raw)
 	}
 }
