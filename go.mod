@@ -28,6 +28,8 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require github.com/kylelemons/godebug v1.1.0 // indirect
+
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.14.5 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect

@@ -82,12 +82,15 @@ type Service struct {
 	metrics     *metrics
 	health      health
 	fallbackSem chan struct{}
-	durations   sync.Map // eventID -> durationEntry, for provisional lease TTLs
+	terms       sync.Map // eventID -> leaseTerms
 }
 
-type durationEntry struct {
-	d       time.Duration
-	fetched time.Time
+// leaseTerms are what a request needs to know of its event before taking
+// leases: the provisional lease TTL and whether the sale is queue-protected.
+type leaseTerms struct {
+	ttl           time.Duration
+	queueRequired bool
+	fetched       time.Time
 }
 
 // New returns the service.
@@ -152,6 +155,10 @@ func resultLabel(replay bool, err error) string {
 		return "invalid"
 	case errors.Is(err, apperr.ErrSaleNotOpen):
 		return "sale_not_open"
+	case errors.Is(err, apperr.ErrQueueAdmissionRequired):
+		return "not_admitted"
+	case errors.Is(err, apperr.ErrNotFound), errors.Is(err, apperr.ErrIdempotencyKeyReused), errors.Is(err, apperr.ErrUnauthenticated):
+		return "refused" // the caller's mistake, not ours
 	case errors.Is(err, apperr.ErrServiceUnavailable):
 		return "unavailable"
 	}
@@ -169,15 +176,27 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	holdID := uuid.Must(uuid.NewV7()).String()
 	value := leaseValue(holdID, user.ID, s.cfg.Now())
 
+	// The admission token is verified offline; hold_create refuses a
+	// queue-protected event without it.
+	admitted := req.AdmissionToken != "" && s.cfg.Admission != nil &&
+		s.cfg.Admission.Verify(req.AdmissionToken, user.ID, req.EventID) == nil
 	useLeases := s.leasesUsable()
 	fallback := s.leases != nil && !useLeases
 	var ours []string
 	if useLeases && len(req.SeatIDs) > 0 {
-		ttl, err := s.holdDuration(ctx, req.EventID)
+		terms, err := s.leaseTerms(ctx, req.EventID)
 		if err != nil {
 			return Hold{}, false, err
 		}
-		ours, err = s.acquireLeases(ctx, user.ID, req.EventID, req.SeatIDs, value, holdID, ttl)
+		if terms.queueRequired && !admitted {
+			// Postgres will refuse it, so it takes no lease: a caller going
+			// round the waiting room must not keep seats from admitted
+			// buyers, even for a moment. Postgres still decides (stale terms
+			// only cost the lease shortcut).
+			useLeases = false
+		} else {
+			ours, err = s.acquireLeases(ctx, user.ID, req.EventID, req.SeatIDs, value, holdID, terms.ttl)
+		}
 		var conflict errLeaseConflict
 		switch {
 		case errors.As(err, &conflict):
@@ -197,7 +216,7 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	}
 
 	start := time.Now()
-	h, seats, replay, err := s.holdDB(ctx, user.ID, req, hash, holdID)
+	h, seats, replay, err := s.holdDB(ctx, user.ID, req, hash, holdID, admitted)
 	s.metrics.txDuration.Observe(time.Since(start).Seconds())
 	if err != nil || replay {
 		s.releaseLeases(req.EventID, ours, holdID)
@@ -216,34 +235,31 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	return h, false, nil
 }
 
-// holdDuration is the event's hold duration for provisional lease TTLs,
-// cached for a minute (the committed expires_at resets the TTL anyway).
-func (s *Service) holdDuration(ctx context.Context, eventID string) (time.Duration, error) {
-	if e, ok := s.durations.Load(eventID); ok && time.Since(e.(durationEntry).fetched) < time.Minute {
-		return e.(durationEntry).d, nil
+// leaseTerms are the event's hold duration (for provisional lease TTLs; the
+// committed expires_at resets the TTL anyway) and its queue requirement,
+// cached for a minute.
+func (s *Service) leaseTerms(ctx context.Context, eventID string) (leaseTerms, error) {
+	if e, ok := s.terms.Load(eventID); ok && time.Since(e.(leaseTerms).fetched) < time.Minute {
+		return e.(leaseTerms), nil
 	}
 	ev, err := s.st.HoldEvent(ctx, eventID)
 	if errors.Is(err, store.ErrNotFound) {
-		return 0, fmt.Errorf("create hold: event: %w", apperr.ErrNotFound)
+		return leaseTerms{}, fmt.Errorf("create hold: event: %w", apperr.ErrNotFound)
 	}
 	if err != nil {
-		return 0, err
+		return leaseTerms{}, err
 	}
-	d := time.Duration(ev.HoldDurationSeconds) * time.Second
-	s.durations.Store(eventID, durationEntry{d, time.Now()})
-	return d, nil
+	t := leaseTerms{ttl: time.Duration(ev.HoldDurationSeconds) * time.Second, queueRequired: ev.QueueRequired, fetched: time.Now()}
+	s.terms.Store(eventID, t)
+	return t, nil
 }
 
 // holdDB runs the hold decision in Postgres (store.CreateHold, one round
 // trip). It returns the hold, the seat ids it holds (for leases) and whether
 // it is an idempotent replay of an earlier request.
-func (s *Service) holdDB(ctx context.Context, owner string, req CreateRequest, hash []byte, holdID string) (Hold, []string, bool, error) {
+func (s *Service) holdDB(ctx context.Context, owner string, req CreateRequest, hash []byte, holdID string, admitted bool) (Hold, []string, bool, error) {
 	a := store.CreateHoldArgs{Owner: owner, Key: req.IdempotencyKey, Hash: hash, HoldID: holdID,
-		EventID: req.EventID, SeatIDs: req.SeatIDs, BestRetries: s.cfg.BestAvailableRetries,
-		// The token is verified offline here; the function refuses a
-		// queue-protected event without it.
-		Admitted: req.AdmissionToken != "" && s.cfg.Admission != nil &&
-			s.cfg.Admission.Verify(req.AdmissionToken, owner, req.EventID) == nil}
+		EventID: req.EventID, SeatIDs: req.SeatIDs, BestRetries: s.cfg.BestAvailableRetries, Admitted: admitted}
 	if b := req.BestAvailable; b != nil {
 		a.BestQty, a.BestAdjacent = b.Quantity, b.Adjacent
 		if b.SectionID != "" {

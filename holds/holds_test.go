@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -565,4 +568,62 @@ func TestConstraintsRefuseViolations(t *testing.T) {
 		SELECT gen_random_uuid(), o.id, i.event_id, i.id, i.section_id, i.seat_id, c
 		FROM o, inventory i, (VALUES ('A'), ('B')) v(c) WHERE i.hold_id = $1`, h.ID, ev.ID)
 	assert.Equal(t, "23505", code(err), "tickets_one_valid: %v", err)
+}
+
+// countingLeases counts the lease acquisitions made through the real Redis
+// lease store.
+type countingLeases struct {
+	holds.LeaseStore
+	acquired atomic.Int32
+}
+
+func (c *countingLeases) Acquire(ctx context.Context, eventID string, seatIDs []string, value string, ttl time.Duration) ([]string, error) {
+	c.acquired.Add(1)
+	return c.LeaseStore.Acquire(ctx, eventID, seatIDs, value, ttl)
+}
+
+// A request that goes round the waiting room of a queue-protected event
+// takes no lease (Postgres refuses it anyway), so it cannot keep a seat
+// from an admitted buyer even for a moment; an admitted request does.
+func TestNoLeaseWithoutAdmission(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false, holds.Config{})
+	queued := createEvent(t, e.pool, eventSpec{queueRequired: true})
+	ctx := ctxT(t, 30*time.Second)
+	leases := &countingLeases{LeaseStore: e.leases}
+	svc := holds.New(e.st, holds.Config{Leases: leases, Admission: verifierFunc(func(token, u, evID string) error {
+		if token == "ok" {
+			return nil
+		}
+		return errors.New("bad token")
+	})})
+	t.Cleanup(svc.Wait)
+
+	for _, token := range []string{"", "forged"} {
+		r := seatsReq(queued, queued.AllSeat[0])
+		r.AdmissionToken = token
+		_, err := svc.Create(ctx, user(1), r)
+		require.ErrorIs(t, err, apperr.ErrQueueAdmissionRequired)
+	}
+	require.Zero(t, leases.acquired.Load(), "no lease for a request without admission")
+	_, err := svc.Create(ctx, user(1), seatsReq(event{ID: "01900000-0000-7000-8000-000000000000"}, queued.AllSeat[0]))
+	require.ErrorIs(t, err, apperr.ErrNotFound)
+	// Refusals are the caller's, not errors of ours (the README's alert is on "error").
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(svc.Collectors()...)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ticketing_hold_attempts_total createHold attempts by result (ok, replay, conflict, limit, sale_not_open, not_admitted, invalid, refused, unavailable, error).
+# TYPE ticketing_hold_attempts_total counter
+ticketing_hold_attempts_total{result="not_admitted"} 2
+ticketing_hold_attempts_total{result="refused"} 1
+`), "ticketing_hold_attempts_total"))
+
+	r := seatsReq(queued, queued.AllSeat[0])
+	r.AdmissionToken = "ok"
+	h, err := svc.Create(ctx, user(2), r)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), leases.acquired.Load())
+	ttl, err := e.rdb.PTTL(ctx, e.leases.Key(queued.ID, queued.AllSeat[0])).Result()
+	require.NoError(t, err)
+	require.InDelta(t, time.Until(h.ExpiresAt).Seconds(), ttl.Seconds(), 1, "the admitted buyer's lease")
 }

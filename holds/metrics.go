@@ -14,7 +14,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketing_hold_attempts_total",
-			Help: "createHold attempts by result (ok, replay, conflict, limit, sale_not_open, invalid, unavailable, error).",
+			Help: "createHold attempts by result (ok, replay, conflict, limit, sale_not_open, not_admitted, invalid, refused, unavailable, error).",
 		}, []string{"result"}),
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketing_hold_conflicts_total",
