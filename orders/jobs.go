@@ -90,7 +90,11 @@ type voidWorker struct {
 }
 
 func (w *voidWorker) Work(ctx context.Context, j *river.Job[VoidArgs]) error {
-	return w.s.voidPayment(ctx, j.Args.PaymentID)
+	err := w.s.voidPayment(ctx, j.Args.PaymentID)
+	if errors.Is(err, ErrKeyWindowPassed) {
+		return river.JobCancel(err) // retrying cannot help: a person resolves it
+	}
+	return err
 }
 
 func (w *voidWorker) NextRetry(j *river.Job[VoidArgs]) time.Time { return backoff(j.Attempt) }

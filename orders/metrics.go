@@ -6,6 +6,7 @@ type metrics struct {
 	checkout      prometheus.Histogram
 	withoutOrder  prometheus.Gauge
 	compensations prometheus.Gauge
+	unknownStuck  prometheus.Gauge
 	actions       *prometheus.CounterVec
 }
 
@@ -24,6 +25,10 @@ func newMetrics() *metrics {
 			Name: "ticketing_pending_compensations",
 			Help: "Payments REFUND_PENDING, as of the last reconciliation.",
 		}),
+		unknownStuck: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketing_payments_unknown_stuck",
+			Help: "Payment attempts whose create was never answered within the provider's idempotency window (not repeated: resolve at the provider), as of the last reconciliation.",
+		}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketing_reconciliation_actions_total",
 			Help: "Actions taken by the payment reconciler, by action.",
@@ -35,5 +40,5 @@ func newMetrics() *metrics {
 // the App's registry.
 func (s *Service) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.checkout, m.withoutOrder, m.compensations, m.actions}
+	return []prometheus.Collector{m.checkout, m.withoutOrder, m.compensations, m.unknownStuck, m.actions}
 }

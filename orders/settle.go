@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
@@ -132,6 +133,18 @@ func (s *Service) resumeUnknown(ctx context.Context, orderID string) {
 	}
 }
 
+// ProviderKeyWindow is how long a create is repeated with its idempotency
+// key: the providers keep keys for 24 h (paysim, Stripe), less an hour of
+// margin. After it a repeat could open a second payment, so the attempt
+// stays UNKNOWN for a person to resolve at the provider (by its reference,
+// the attempt id): the audit reports it, ticketing_payments_unknown_stuck
+// counts it, and a late notification still settles it.
+const ProviderKeyWindow = 23 * time.Hour
+
+// ErrKeyWindowPassed: the create of an attempt was never answered within
+// ProviderKeyWindow; it is not repeated.
+var ErrKeyWindowPassed = errors.New("outcome unknown past the provider's idempotency window: not repeated (resolve it at the provider by the attempt's reference)")
+
 // resolve learns the provider's state of an open attempt and records it.
 func (s *Service) resolve(ctx context.Context, p Payment) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ProviderTimeout)
@@ -141,6 +154,9 @@ func (s *Service) resolve(ctx context.Context, p Payment) error {
 		err error
 	)
 	if p.ProviderRef == nil {
+		if s.cfg.Now().Sub(p.CreatedAt) > ProviderKeyWindow {
+			return fmt.Errorf("payment %s: %w", p.ID, ErrKeyWindowPassed)
+		}
 		req, rerr := s.createRequest(p)
 		if rerr != nil {
 			return rerr
@@ -610,7 +626,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		actions++
 		s.metrics.actions.WithLabelValues("expire_order").Inc()
 	}
-	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, 200)
+	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, ProviderKeyWindow, 200)
 	if err != nil {
 		return actions, err
 	}
@@ -641,9 +657,10 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	if err != nil && firstErr == nil {
 		firstErr = err
 	}
-	if w, r, err := s.st.CountPaymentsWithoutOrder(ctx); err == nil {
-		s.metrics.withoutOrder.Set(float64(w))
-		s.metrics.compensations.Set(float64(r))
+	if c, err := s.st.CountPaymentsAtRisk(ctx, ProviderKeyWindow); err == nil {
+		s.metrics.withoutOrder.Set(float64(c.WithoutOrder))
+		s.metrics.compensations.Set(float64(c.RefundsPending))
+		s.metrics.unknownStuck.Set(float64(c.UnknownStuck))
 	}
 	return actions, firstErr
 }

@@ -182,10 +182,12 @@ FROM payment_events WHERE payment_id = $1 ORDER BY id`, id)
 
 // UnsettledPayments lists payments PENDING or UNKNOWN untouched for longer
 // than olderThan, and REFUND_PENDING ones, oldest first.
-func (s *Store) UnsettledPayments(ctx context.Context, olderThan time.Duration, limit int) ([]Payment, error) {
+func (s *Store) UnsettledPayments(ctx context.Context, olderThan, keyWindow time.Duration, limit int) ([]Payment, error) {
 	return s.payments(ctx, "unsettled payments", `SELECT `+paymentColumns+` FROM payments
-WHERE (status IN ('PENDING', 'UNKNOWN') AND updated_at < now() - $1 * interval '1 second') OR status = 'REFUND_PENDING'
-ORDER BY updated_at LIMIT $2`, olderThan.Seconds(), limit)
+WHERE (status IN ('PENDING', 'UNKNOWN') AND updated_at < now() - $1 * interval '1 second'
+       AND NOT (status = 'UNKNOWN' AND provider_ref IS NULL AND created_at < now() - $3 * interval '1 second'))
+   OR status = 'REFUND_PENDING'
+ORDER BY updated_at LIMIT $2`, olderThan.Seconds(), limit, keyWindow.Seconds())
 }
 
 // FailedPaymentsToRecheck lists FAILED payments of provider that failed
@@ -209,13 +211,26 @@ func (s *Store) MarkPaymentChecked(ctx context.Context, id string) error {
 	return wrap("mark payment checked", err)
 }
 
-// CountPaymentsWithoutOrder counts succeeded charges not backed by a
-// confirmed order, and refunds pending (for the gauges).
-func (s *Store) CountPaymentsWithoutOrder(ctx context.Context) (withoutOrder, refundsPending int, err error) {
-	err = s.db.QueryRow(ctx, `SELECT
+// PaymentsAtRisk are the counts behind the money gauges.
+type PaymentsAtRisk struct {
+	// WithoutOrder: succeeded charges not backed by a confirmed order.
+	WithoutOrder int
+	// RefundsPending: payments REFUND_PENDING.
+	RefundsPending int
+	// UnknownStuck: attempts whose create was never answered within the
+	// provider's idempotency window (no longer repeated).
+	UnknownStuck int
+}
+
+// CountPaymentsAtRisk counts the payments that need watching.
+func (s *Store) CountPaymentsAtRisk(ctx context.Context, keyWindow time.Duration) (PaymentsAtRisk, error) {
+	var c PaymentsAtRisk
+	err := s.db.QueryRow(ctx, `SELECT
   (SELECT count(*) FROM payments p JOIN orders o ON o.id = p.order_id WHERE p.status = 'SUCCEEDED' AND o.status <> 'CONFIRMED'),
-  (SELECT count(*) FROM payments WHERE status = 'REFUND_PENDING')`).Scan(&withoutOrder, &refundsPending)
-	return withoutOrder, refundsPending, wrap("count payments", err)
+  (SELECT count(*) FROM payments WHERE status = 'REFUND_PENDING'),
+  (SELECT count(*) FROM payments WHERE status = 'UNKNOWN' AND provider_ref IS NULL AND created_at < now() - $1 * interval '1 second')`,
+		keyWindow.Seconds()).Scan(&c.WithoutOrder, &c.RefundsPending, &c.UnknownStuck)
+	return c, wrap("count payments at risk", err)
 }
 
 const sqlInboxInsert = `
