@@ -151,6 +151,7 @@ func TestAuth(t *testing.T) {
 
 	bad := map[string]string{
 		"Expired":        sign(t, jwt.SigningMethodHS256, hs, claims(func(c jwt.MapClaims) { c["exp"] = ago(time.Minute) })),
+		"JustExpired":    sign(t, jwt.SigningMethodHS256, hs, claims(func(c jwt.MapClaims) { c["exp"] = ago(5 * time.Second) })),
 		"WrongIssuer":    sign(t, jwt.SigningMethodHS256, hs, claims(func(c jwt.MapClaims) { c["iss"] = "someone-else" })),
 		"WrongAudience":  sign(t, jwt.SigningMethodHS256, hs, claims(func(c jwt.MapClaims) { c["aud"] = "other" })),
 		"NoExpiry":       sign(t, jwt.SigningMethodHS256, hs, claims(func(c jwt.MapClaims) { delete(c, "exp") })),
@@ -188,7 +189,7 @@ func TestAuth(t *testing.T) {
 		"HS256":        sign(t, jwt.SigningMethodHS256, hs, claims(nil)),
 		"RS256":        sign(t, jwt.SigningMethodRS256, k.rsa, claims(nil)),
 		"ES256":        sign(t, jwt.SigningMethodES256, k.ec, claims(nil)),
-		"SkewWithin30": sign(t, jwt.SigningMethodRS256, k.rsa, claims(func(c jwt.MapClaims) { c["nbf"] = in(10 * time.Second); c["exp"] = ago(10 * time.Second) })),
+		"SkewWithin30": sign(t, jwt.SigningMethodRS256, k.rsa, claims(func(c jwt.MapClaims) { c["nbf"] = in(10 * time.Second); c["iat"] = in(10 * time.Second) })),
 		"AudAsString":  sign(t, jwt.SigningMethodHS256, hs, claims(func(c jwt.MapClaims) { c["aud"] = testAudience })),
 	}
 	for name, tok := range good {

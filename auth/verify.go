@@ -21,8 +21,8 @@ import (
 	"github.com/ticketing/ticketing/config"
 )
 
-// Leeway is the clock skew tolerated on exp, nbf and iat (the contract allows
-// at most 30 s).
+// Leeway is the clock skew tolerated on nbf and iat (the contract allows at
+// most 30 s). exp has none: a token is refused from its expiry on.
 const Leeway = 30 * time.Second
 
 // Config is what a Verifier needs. Build it from the process configuration
@@ -55,7 +55,8 @@ func ConfigFrom(c config.Config) Config {
 }
 
 // Verifier checks bearer tokens against the contract: an algorithm
-// allow-list, exp required, iss, aud, a non-empty sub, nbf/iat with Leeway.
+// allow-list, exp required (and strict), iss, aud, a non-empty sub, nbf/iat
+// with Leeway.
 // It is safe for concurrent use.
 type Verifier struct {
 	cfg     Config
@@ -71,8 +72,8 @@ type Verifier struct {
 
 // Verified tokens are cached by their exact string: a client sends the same
 // token on every request, and parsing it (base64, JSON, claims checks) costs
-// more than the HMAC. An entry is used until the token's exp + Leeway (what
-// the parser allows) but never longer than verifiedTTL, so a key removed
+// more than the HMAC. An entry is used until the token's exp but never
+// longer than verifiedTTL, so a key removed
 // from the JWKS stops being honoured within that time. Only successes are
 // cached; any change to the token is another key.
 const (
@@ -145,12 +146,16 @@ func (v *Verifier) Verify(token string) (User, error) {
 	if _, err := v.parser.ParseWithClaims(token, &c, v.keyFunc); err != nil {
 		return User{}, fmt.Errorf("%w: %v", apperr.ErrUnauthenticated, err)
 	}
+	// The parser allowed Leeway on exp too; the contract allows it on nbf
+	// and iat only. exp is required, so c.ExpiresAt is set.
+	if !now.Before(c.ExpiresAt.Time) {
+		return User{}, fmt.Errorf("%w: token is expired", apperr.ErrUnauthenticated)
+	}
 	if strings.TrimSpace(c.Subject) == "" {
 		return User{}, fmt.Errorf("%w: token has no sub", apperr.ErrUnauthenticated)
 	}
 	u := User{ID: c.Subject, Roles: slices.Clip(c.Roles)} // Clip: an append by a caller never writes into the cached entry
-	// exp is required, so c.ExpiresAt is set.
-	v.verified.Add(token, verifiedToken{user: u, until: minTime(c.ExpiresAt.Add(Leeway), now.Add(verifiedTTL))})
+	v.verified.Add(token, verifiedToken{user: u, until: minTime(c.ExpiresAt.Time, now.Add(verifiedTTL))})
 	return u, nil
 }
 
