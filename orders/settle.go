@@ -367,7 +367,15 @@ func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment
 			eff.confirmed = confirmed
 			return eff, s.voidOthers(ctx, tx, o.ID, p.ID)
 		}
-		if err := tx.SetOrderStatus(ctx, o.ID, OrderExpired); err != nil {
+		// The hold ran out (EXPIRED) or its owner cancelled it (CANCELLED),
+		// as expire() decides.
+		status := OrderExpired
+		if h, err := tx.GetHold(ctx, o.HoldID); err != nil {
+			return eff, err
+		} else if h.Status == "CANCELLED" {
+			status = OrderCancelled
+		}
+		if err := tx.SetOrderStatus(ctx, o.ID, status); err != nil {
 			return eff, err
 		}
 		return eff, s.compensate(ctx, tx, p.ID, "late charge: "+why)
