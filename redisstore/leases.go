@@ -77,6 +77,9 @@ func (l *Leases) Acquire(ctx context.Context, eventID string, seatIDs []string, 
 
 // Set overwrites the leases of the seats with value, expiring at expireAt
 // (SET PXAT: the TTL comes from the committed expires_at, never extended).
+// It is called only after Postgres committed these seats to the hold, so it
+// needs no compare: any other lease on them belongs to an attempt Postgres
+// refuses, and that attempt's compare-and-delete release leaves this one.
 func (l *Leases) Set(ctx context.Context, eventID string, seatIDs []string, value string, expireAt time.Time) error {
 	if len(seatIDs) == 0 || !expireAt.After(time.Now()) {
 		return nil
