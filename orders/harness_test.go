@@ -73,6 +73,9 @@ type envOpts struct {
 	workers  bool
 	// providerTimeout for the orders service's provider calls.
 	httpTimeout time.Duration
+	// transport, if set, carries the service's calls to paysim (fault
+	// injection on the network path).
+	transport http.RoundTripper
 }
 
 type event = fixtures.Event
@@ -89,8 +92,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	hc := http.DefaultClient
-	if o.httpTimeout > 0 {
-		hc = &http.Client{Timeout: o.httpTimeout}
+	if o.httpTimeout > 0 || o.transport != nil {
+		hc = &http.Client{Timeout: o.httpTimeout, Transport: o.transport}
 	}
 	e.sb = payments.NewSandbox(paysimURL, testSecret, hc)
 	svc, err := orders.New(st, orders.Config{
