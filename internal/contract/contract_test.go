@@ -60,17 +60,29 @@ func compare(errorf func(format string, args ...any), want, got *ast.Schema) {
 			if gf.Type.String() != wf.Type.String() {
 				errorf("%s.%s is %s, the contract says %s", name, wf.Name, gf.Type, wf.Type)
 			}
+			if d, w := defaultOf(gf.DefaultValue), defaultOf(wf.DefaultValue); d != w {
+				errorf("%s.%s defaults to %s, the contract says %s", name, wf.Name, d, w)
+			}
 			for _, wa := range wf.Arguments {
 				ga := gf.Arguments.ForName(wa.Name)
 				if ga == nil {
 					errorf("%s.%s(%s) is missing", name, wf.Name, wa.Name)
 				} else if ga.Type.String() != wa.Type.String() {
 					errorf("%s.%s(%s) is %s, the contract says %s", name, wf.Name, wa.Name, ga.Type, wa.Type)
+				} else if d, w := defaultOf(ga.DefaultValue), defaultOf(wa.DefaultValue); d != w {
+					errorf("%s.%s(%s) defaults to %s, the contract says %s", name, wf.Name, wa.Name, d, w)
 				}
 			}
 			for _, ga := range gf.Arguments {
 				if wf.Arguments.ForName(ga.Name) == nil && ga.Type.NonNull && ga.DefaultValue == nil {
 					errorf("%s.%s(%s) is a new required argument: clients of the contract cannot send it", name, wf.Name, ga.Name)
+				}
+			}
+		}
+		if wt.Kind == ast.InputObject {
+			for _, gf := range gt.Fields {
+				if wt.Fields.ForName(gf.Name) == nil && gf.Type.NonNull && gf.DefaultValue == nil {
+					errorf("%s.%s is a new required input field: clients of the contract cannot send it", name, gf.Name)
 				}
 			}
 		}
@@ -80,6 +92,14 @@ func compare(errorf func(format string, args ...any), want, got *ast.Schema) {
 			}
 		}
 	}
+}
+
+// defaultOf is a default value as GraphQL text ("none" when there is none).
+func defaultOf(v *ast.Value) string {
+	if v == nil {
+		return "none"
+	}
+	return v.String()
 }
 
 // TestCompareCatchesChanges makes sure the comparison can fail.
@@ -93,16 +113,32 @@ type Event { id: ID! name: String! }`})
 		"new required":  `type Query { event(id: ID!, x: Int!): Event } type Event { id: ID! name: String! }`,
 		"type missing":  `type Query { event(id: ID!): String }`,
 	} {
-		got := gqlparser.MustLoadSchema(&ast.Source{Input: src})
-		n := 0
-		compare(func(string, ...any) { n++ }, want, got)
-		if n == 0 {
-			t.Errorf("%s: not reported", name)
-		}
+		check(t, want, name, src)
+	}
+	withDefaults := gqlparser.MustLoadSchema(&ast.Source{Input: `type Query { events(first: Int = 20, f: F): [ID!] }
+input F { adjacent: Boolean = true, n: Int }`})
+	for name, src := range map[string]string{
+		"argument default changed":    `type Query { events(first: Int = 10, f: F): [ID!] } input F { adjacent: Boolean = true, n: Int }`,
+		"argument default dropped":    `type Query { events(first: Int, f: F): [ID!] } input F { adjacent: Boolean = true, n: Int }`,
+		"input field default changed": `type Query { events(first: Int = 20, f: F): [ID!] } input F { adjacent: Boolean = false, n: Int }`,
+		"new required input field":    `type Query { events(first: Int = 20, f: F): [ID!] } input F { adjacent: Boolean = true, n: Int, x: Int! }`,
+	} {
+		check(t, withDefaults, name, src)
 	}
 	n := 0
 	compare(func(string, ...any) { n++ }, want, want)
+	compare(func(string, ...any) { n++ }, withDefaults, withDefaults)
 	if n != 0 {
 		t.Errorf("identical schemas reported %d differences", n)
+	}
+}
+
+func check(t *testing.T, want *ast.Schema, name, src string) {
+	t.Helper()
+	got := gqlparser.MustLoadSchema(&ast.Source{Input: src})
+	n := 0
+	compare(func(string, ...any) { n++ }, want, got)
+	if n == 0 {
+		t.Errorf("%s: not reported", name)
 	}
 }
