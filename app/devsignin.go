@@ -43,7 +43,6 @@ func DevSignInEnabled(hs256Secret, publicBaseURL, devSignIn string) bool {
 	}
 }
 
-
 // devSubject turns a display name into the token subject "dev-<slug>", or ""
 // when the name is unusable (empty, too long, or no letters or digits).
 func devSubject(name string) string {
