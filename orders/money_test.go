@@ -181,6 +181,38 @@ func TestSuccessForFailedPaymentConfirmsOrRefunds(t *testing.T) {
 	e.auditClean()
 }
 
+// A late success of an old attempt, after the buyer retried (a second
+// attempt is open) and the hold ran out: the charge is refunded and the
+// open retry is voided too, or the provider could still take money on it.
+func TestLateSuccessOfOldAttemptVoidsTheRetry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	alice := user("alice")
+	h := e.hold(alice, []int{0}, 0)
+	o, err := e.svc.Create(e.ctx, alice, h.ID, "k1")
+	require.NoError(t, err)
+	p1 := e.lastPayment(o.ID)
+	e.markFailed(p1)
+	_, err = e.svc.RetryPayment(e.ctx, alice, o.ID, "r1")
+	require.NoError(t, err)
+	p2 := e.waitPayment(o.ID, 2, orders.PaymentPending)
+	e.expireHold(h.ID)
+	pay(t, *p1.CheckoutURL, "succeed") // the buyer pays the first attempt from an old tab
+
+	// Applied before any reconciler pass could expire the order (no
+	// workers yet): the late charge itself must void the retry.
+	e.waitPayment(o.ID, 1, orders.PaymentRefundPending)
+	require.Equal(t, orders.OrderExpired, e.order(alice, o.ID).Status)
+	e.startWorkers()
+	e.waitPayment(o.ID, 1, orders.PaymentRefunded)
+	e.waitPayment(o.ID, 2, orders.PaymentCancelled)
+	pp, err := e.sb.GetPayment(e.ctx, *p2.ProviderRef)
+	require.NoError(t, err)
+	require.Equal(t, payments.StatusCancelled, pp.Status)
+	require.Equal(t, orders.OrderExpired, e.order(alice, o.ID).Status)
+	e.auditClean()
+}
+
 // (c) Concurrent transitions of one payment: the compare-and-set keeps
 // exactly one winner, and concurrent notifications leave one consistent
 // story.

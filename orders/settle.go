@@ -203,7 +203,7 @@ func (s *Service) settle(ctx context.Context, paymentID string, pp payments.Prov
 		eff, err = s.apply(ctx, tx, o, p, to, reason)
 		return err
 	})
-	s.after(ctx, eff)
+	s.after(ctx, eff, err)
 	return err
 }
 
@@ -231,7 +231,7 @@ func (s *Service) transition(ctx context.Context, paymentID, to, reason string, 
 		eff, err = s.apply(ctx, tx, o, p, to, reason)
 		return err
 	})
-	s.after(ctx, eff)
+	s.after(ctx, eff, err)
 	return err
 }
 
@@ -264,14 +264,13 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		if err != nil || !fresh {
 			return err
 		}
-		p, err := tx.PaymentByProviderRef(ctx, provider, n.Payment.ID)
-		if errors.Is(err, store.ErrNotFound) && validUUID(n.Payment.Reference) {
-			// The create's answer never came: our reference is the attempt id.
-			p, err = tx.GetPayment(ctx, n.Payment.Reference)
-			if err == nil && (p.Provider != provider || p.ProviderRef != nil) {
-				err = store.ErrNotFound
-			}
+		// By the provider's id, or (the create's answer never came) by our
+		// reference, the attempt id.
+		reference := ""
+		if validUUID(n.Payment.Reference) {
+			reference = n.Payment.Reference
 		}
+		p, err := tx.PaymentForNotification(ctx, provider, n.Payment.ID, reference)
 		if errors.Is(err, store.ErrNotFound) {
 			s.cfg.Log.Warn("notification for an unknown payment", "notification", n.ID, "payment", n.Payment.ID)
 			return tx.InboxProcessed(ctx, n.ID)
@@ -296,7 +295,7 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		}
 		return tx.InboxProcessed(ctx, n.ID)
 	})
-	s.after(ctx, eff)
+	s.after(ctx, eff, err)
 	return err
 }
 
@@ -305,7 +304,10 @@ type effects struct {
 	confirmed *Order
 }
 
-func (s *Service) after(ctx context.Context, eff effects) {
+func (s *Service) after(ctx context.Context, eff effects, err error) {
+	if err != nil {
+		return // rolled back: nothing happened
+	}
 	if o := eff.confirmed; o != nil {
 		if o.ConfirmedAt != nil {
 			s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
@@ -376,6 +378,11 @@ func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment
 			status = OrderCancelled
 		}
 		if err := tx.SetOrderStatus(ctx, o.ID, status); err != nil {
+			return eff, err
+		}
+		// The order is over: its other open attempt (a retry) is voided,
+		// as expire() does, or the provider could still take money on it.
+		if err := s.voidOthers(ctx, tx, o.ID, p.ID); err != nil {
 			return eff, err
 		}
 		return eff, s.compensate(ctx, tx, p.ID, "late charge: "+why)

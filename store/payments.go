@@ -123,10 +123,16 @@ func (s *Store) GetPaymentForUpdate(ctx context.Context, id string) (Payment, er
 	return p, wrap("lock payment", err)
 }
 
-// PaymentByProviderRef finds a payment by the provider's id.
-func (s *Store) PaymentByProviderRef(ctx context.Context, provider, ref string) (Payment, error) {
-	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE provider = $1 AND provider_ref = $2`, provider, ref))
-	return p, wrap("payment by provider ref", err)
+// PaymentForNotification finds the payment a provider notification is
+// about: by the provider's id, or else by our reference (the attempt id,
+// when the create's answer never came) if that attempt has no provider id
+// yet or this one. One statement, so one snapshot: an answer recorded
+// concurrently cannot make the notification miss both ways.
+func (s *Store) PaymentForNotification(ctx context.Context, provider, ref, reference string) (Payment, error) {
+	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments
+WHERE provider = $1 AND (provider_ref = $2 OR (id = nullif($3, '')::uuid AND (provider_ref IS NULL OR provider_ref = $2)))
+ORDER BY provider_ref IS NULL LIMIT 1`, provider, ref, reference))
+	return p, wrap("payment for notification", err)
 }
 
 // OrderPayments lists an order's attempts, oldest first.
