@@ -274,3 +274,36 @@ func TestConcurrentTransitionsOneWinner(t *testing.T) {
 	require.Equal(t, 1, e.count(`SELECT count(*) FROM payment_events WHERE payment_id = $1 AND to_status = 'SUCCEEDED'`, p2.ID))
 	require.Equal(t, 1, e.count(`SELECT count(*) FROM tickets WHERE order_id = $1`, o2.ID))
 }
+
+// Payments the provider keeps reporting unchanged (buyers sitting on the
+// checkout page) never starve the reconciler: each pass looks at the least
+// recently looked-at ones first, so a paid attempt whose notification was
+// lost is found on the next pass even when the pending ones fill a batch.
+func TestReconcilerIsNotStarvedByPendingPayments(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{simulate: map[string]any{"drop_webhooks": true}})
+	svc, err := orders.New(e.st, orders.Config{Provider: e.sb, PublicBaseURL: e.srv.URL, TicketKey: ticketKey,
+		ReconcileAfter: time.Second, ReconcileBatch: 3, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	var paid orders.Order
+	for i := range 4 {
+		u := user(fmt.Sprintf("fan-%d", i))
+		o, err := e.svc.Create(e.ctx, u, e.hold(u, []int{i}, 0).ID, "k")
+		require.NoError(t, err)
+		p := e.lastPayment(o.ID)
+		age := "3 minutes" // pending at the provider, and older
+		if i == 3 {
+			pay(t, *p.CheckoutURL, "succeed") // its notification is dropped
+			paid, age = o, "1 minute"
+		}
+		_, err = e.pool.Exec(e.ctx, `UPDATE payments SET updated_at = now() - $2::interval WHERE id = $1`, p.ID, age)
+		require.NoError(t, err)
+	}
+	_, err = svc.Reconcile(e.ctx) // the three older, still pending
+	require.NoError(t, err)
+	require.Equal(t, orders.OrderAwaitingPayment, e.order(user("fan-3"), paid.ID).Status)
+	_, err = svc.Reconcile(e.ctx) // then the paid one
+	require.NoError(t, err)
+	require.Equal(t, orders.OrderConfirmed, e.order(user("fan-3"), paid.ID).Status)
+	e.auditClean()
+}

@@ -81,6 +81,9 @@ type Config struct {
 	ReconcileAfter time.Duration
 	// ReconcileInterval between reconciliation runs (30s).
 	ReconcileInterval time.Duration
+	// ReconcileBatch is how many payments one reconciliation pass looks at
+	// (200), least recently looked at first.
+	ReconcileBatch int
 	// RecheckFailedFor: with a provider whose failed payments may still
 	// succeed (payments.FailedMaySucceed: Stripe), the reconciler asks about
 	// FAILED payments this long after the failure (24h), first after
@@ -118,6 +121,9 @@ func New(st *store.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.ReconcileInterval <= 0 {
 		cfg.ReconcileInterval = 30 * time.Second
+	}
+	if cfg.ReconcileBatch <= 0 {
+		cfg.ReconcileBatch = 200
 	}
 	if cfg.RecheckFailedFor <= 0 {
 		cfg.RecheckFailedFor = 24 * time.Hour

@@ -641,30 +641,34 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		actions++
 		s.metrics.actions.WithLabelValues("expire_order").Inc()
 	}
-	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, ProviderKeyWindow, 200)
+	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, ProviderKeyWindow, s.cfg.ReconcileBatch)
 	if err != nil {
 		return actions, err
 	}
 	var firstErr error
 	for _, p := range ps {
+		var err error
+		action := "query_provider"
 		if p.Status == PaymentRefundPending {
-			if p.UpdatedAt.Before(s.cfg.Now().Add(-s.cfg.ReconcileAfter)) {
-				if err := s.st.InTx(ctx, func(tx *store.Store) error { return s.enqueue(ctx, tx, RefundArgs{PaymentID: p.ID}) }); err != nil && firstErr == nil {
-					firstErr = err
-				}
-				s.metrics.actions.WithLabelValues("retry_refund").Inc()
-				actions++
-			}
-			continue
+			action = "retry_refund"
+			err = s.st.InTx(ctx, func(tx *store.Store) error { return s.enqueue(ctx, tx, RefundArgs{PaymentID: p.ID}) })
+		} else {
+			err = s.resolve(ctx, p)
 		}
-		if err := s.resolve(ctx, p); err != nil {
-			s.cfg.Log.Warn("reconcile payment", "payment", p.ID, "err", err)
+		// Checked whatever the outcome: a payment the provider keeps
+		// reporting unchanged, or that keeps failing, waits its turn
+		// behind the others instead of filling every pass.
+		if cerr := s.st.MarkPaymentChecked(ctx, p.ID); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			s.cfg.Log.Warn("reconcile payment", "payment", p.ID, "status", p.Status, "err", err)
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		s.metrics.actions.WithLabelValues("query_provider").Inc()
+		s.metrics.actions.WithLabelValues(action).Inc()
 		actions++
 	}
 	n, err := s.recheckFailed(ctx)
@@ -690,7 +694,7 @@ func (s *Service) recheckFailed(ctx context.Context) (int, error) {
 	if !payments.FailedMaySucceed(s.cfg.Provider) {
 		return 0, nil
 	}
-	ps, err := s.st.FailedPaymentsToRecheck(ctx, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckFailedFor, 200)
+	ps, err := s.st.FailedPaymentsToRecheck(ctx, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckFailedFor, s.cfg.ReconcileBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -700,8 +704,8 @@ func (s *Service) recheckFailed(ctx context.Context) (int, error) {
 	)
 	for _, p := range ps {
 		err := s.resolve(ctx, p)
-		if err == nil {
-			err = s.st.MarkPaymentChecked(ctx, p.ID)
+		if cerr := s.st.MarkPaymentChecked(ctx, p.ID); err == nil {
+			err = cerr
 		}
 		if err != nil {
 			s.cfg.Log.Warn("recheck failed payment", "payment", p.ID, "err", err)

@@ -186,34 +186,37 @@ FROM payment_events WHERE payment_id = $1 ORDER BY id`, id)
 	return out, wrap("payment events", err)
 }
 
-// UnsettledPayments lists payments PENDING or UNKNOWN untouched for longer
-// than olderThan, and REFUND_PENDING ones, oldest first.
+// UnsettledPayments lists payments PENDING, UNKNOWN or REFUND_PENDING that
+// neither changed nor were checked (MarkPaymentChecked) for olderThan, least
+// recently looked at first, so that payments the provider keeps reporting
+// unchanged never starve the others. UNKNOWN attempts older than keyWindow
+// (the provider's idempotency window) are left out: they are not repeated.
 func (s *Store) UnsettledPayments(ctx context.Context, olderThan, keyWindow time.Duration, limit int) ([]Payment, error) {
 	return s.payments(ctx, "unsettled payments", `SELECT `+paymentColumns+` FROM payments
-WHERE (status IN ('PENDING', 'UNKNOWN') AND updated_at < now() - $1 * interval '1 second'
-       AND NOT (status = 'UNKNOWN' AND provider_ref IS NULL AND created_at < now() - $3 * interval '1 second'))
-   OR status = 'REFUND_PENDING'
-ORDER BY updated_at LIMIT $2`, olderThan.Seconds(), limit, keyWindow.Seconds())
+WHERE status IN ('PENDING', 'UNKNOWN', 'REFUND_PENDING')
+  AND greatest(checked_at, updated_at) < now() - $1 * interval '1 second'
+  AND NOT (status = 'UNKNOWN' AND provider_ref IS NULL AND created_at < now() - $3 * interval '1 second')
+ORDER BY greatest(checked_at, updated_at) LIMIT $2`, olderThan.Seconds(), limit, keyWindow.Seconds())
 }
 
 // FailedPaymentsToRecheck lists FAILED payments of provider that failed
 // within the last `within` and are due for another question to the
 // provider: first `after` the failure, then each time after waiting as
 // long as the payment had been failed at the previous check (so about
-// log2(within/after) checks in all), oldest check first.
+// log2(within/after) checks in all), least recently looked at first.
 func (s *Store) FailedPaymentsToRecheck(ctx context.Context, provider string, after, within time.Duration, limit int) ([]Payment, error) {
 	return s.payments(ctx, "failed payments to recheck", `SELECT `+paymentColumns+` FROM payments
 WHERE status = 'FAILED' AND provider = $1 AND provider_ref IS NOT NULL
   AND updated_at > now() - $3 * interval '1 second'
-  AND CASE WHEN checked_at IS NULL THEN updated_at < now() - $2 * interval '1 second'
-           ELSE checked_at < now() - greatest($2 * interval '1 second', checked_at - updated_at) END
-ORDER BY coalesce(checked_at, updated_at) LIMIT $4`, provider, after.Seconds(), within.Seconds(), limit)
+  AND greatest(checked_at, updated_at) < now() - greatest($2 * interval '1 second', greatest(checked_at, updated_at) - updated_at)
+ORDER BY greatest(checked_at, updated_at) LIMIT $4`, provider, after.Seconds(), within.Seconds(), limit)
 }
 
-// MarkPaymentChecked records that the provider was asked about a FAILED
-// payment and still reports it failed (updated_at is left alone).
+// MarkPaymentChecked records that the reconciler looked at a payment (asked
+// the provider, or re-enqueued its refund); updated_at stays the time of
+// its last change.
 func (s *Store) MarkPaymentChecked(ctx context.Context, id string) error {
-	_, err := s.db.Exec(ctx, `UPDATE payments SET checked_at = now() WHERE id = $1 AND status = 'FAILED'`, id)
+	_, err := s.db.Exec(ctx, `UPDATE payments SET checked_at = now() WHERE id = $1`, id)
 	return wrap("mark payment checked", err)
 }
 
