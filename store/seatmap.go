@@ -32,11 +32,17 @@ FROM inventory
 WHERE event_id = $1 AND seat_id IS NOT NULL
 ORDER BY id`
 
-	// $2 NULL means every GA section of the event.
+	// $2 NULL means every GA section of the event. The count's version is
+	// the sum of its units' versions: a unit's version only grows, and
+	// grows with each committed change, so the sum grows with every commit
+	// that is visible, whatever order the changes took their versions in.
+	// (max(version) did not: a hold that took a lower version but committed
+	// after another labelled its new count with the same max, and every
+	// consumer dropped it as not newer.)
 	sqlSeatMapGA = `
 SELECT section_id::text AS section_id,
        (count(*) FILTER (WHERE status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now())))::int AS available,
-       max(version) AS version
+       sum(version)::bigint AS version
 FROM inventory
 WHERE event_id = $1 AND unit_no IS NOT NULL AND ($2::uuid[] IS NULL OR section_id = ANY($2::uuid[]))
 GROUP BY section_id
