@@ -115,6 +115,22 @@ func newEnv(t *testing.T, o envOpts) *env {
 	return e
 }
 
+// newUnansweredEnv is an env whose provider never answers a create (paysim
+// create_timeout: the payment exists there, its answer is lost), and an
+// order of u for seat 0 whose attempt is therefore UNKNOWN, without a
+// provider id.
+func newUnansweredEnv(t *testing.T, u auth.User) (*env, orders.Order, orders.Payment) {
+	t.Helper()
+	e := newEnv(t, envOpts{httpTimeout: 300 * time.Millisecond, simulate: map[string]any{"create_timeout": true}})
+	h := e.hold(u, []int{0}, 0)
+	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
+	require.NoError(t, err)
+	p := e.payments(o.ID)[0]
+	require.Equal(t, orders.PaymentUnknown, p.Status)
+	require.Nil(t, p.ProviderRef)
+	return e, o, p
+}
+
 // startWorkers runs the service's river workers until the test ends.
 func (e *env) startWorkers() {
 	done := make(chan struct{})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,16 +20,10 @@ import (
 // person to resolve, and a late notification still settles it.
 func TestUnknownCreatePastKeyWindowIsNotRepeated(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{httpTimeout: 300 * time.Millisecond, simulate: map[string]any{"create_timeout": true}})
 	u := user("alice")
-	h := e.hold(u, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.payments(o.ID)[0]
-	require.Equal(t, orders.PaymentUnknown, p.Status)
-	require.Nil(t, p.ProviderRef)
+	e, o, p := newUnansweredEnv(t, u)
 
-	_, err = e.pool.Exec(e.ctx, `UPDATE payments SET created_at = now() - interval '24 hours', updated_at = now() - interval '24 hours' WHERE id = $1`, p.ID)
+	_, err := e.pool.Exec(e.ctx, `UPDATE payments SET created_at = now() - interval '24 hours', updated_at = now() - interval '24 hours' WHERE id = $1`, p.ID)
 	require.NoError(t, err)
 	_, err = e.svc.Reconcile(e.ctx)
 	require.NoError(t, err)

@@ -50,19 +50,14 @@ func (e *env) statuses(paymentID string) []string {
 // original request is repeated, and the buyer's payment confirms.
 func TestRepeatedCreateFromOtherInstanceNeverFails(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{httpTimeout: 300 * time.Millisecond, simulate: map[string]any{"create_timeout": true}})
 	u := user("alice")
-	h := e.hold(u, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.payments(o.ID)[0]
-	require.Equal(t, orders.PaymentUnknown, p.Status)
+	e, o, p := newUnansweredEnv(t, u)
 	require.NotNil(t, p.Request)
 	require.Equal(t, e.srv.URL+"/webhooks/payments", p.Request.WebhookURL)
 	require.JSONEq(t, `{"create_timeout": true}`, p.Request.Simulate)
 
 	// Instance B rebuilt from its own base URL would be refused (422).
-	_, err = e.sb.CreatePayment(e.ctx, payments.CreateRequest{Amount: p.Amount, Currency: p.Currency, Reference: p.ID,
+	_, err := e.sb.CreatePayment(e.ctx, payments.CreateRequest{Amount: p.Amount, Currency: p.Currency, Reference: p.ID,
 		WebhookURL: "http://instance-b.test/webhooks/payments", ReturnURL: "http://instance-b.test/orders/" + o.ID,
 		IdempotencyKey: p.IdempotencyKey, Simulate: map[string]any{"create_timeout": true}})
 	require.ErrorIs(t, err, payments.ErrIdempotencyKeyReused)

@@ -45,13 +45,8 @@ func (p *pauseAfterLookup) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx
 // the answer committed between them).
 func TestNotificationRacingTheCreateAnswerIsApplied(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{httpTimeout: 300 * time.Millisecond, simulate: map[string]any{"create_timeout": true}})
 	u := user("alice")
-	h := e.hold(u, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.payments(o.ID)[0]
-	require.Equal(t, orders.PaymentUnknown, p.Status)
+	e, o, p := newUnansweredEnv(t, u)
 	ref := paysimPaymentID(t, p.ID)
 
 	tr := &pauseAfterLookup{paused: make(chan struct{}), resume: make(chan struct{})}
