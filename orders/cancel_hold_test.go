@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/apperr"
+	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/holds"
 	"github.com/ticketing/ticketing/internal/testdb"
 	"github.com/ticketing/ticketing/orders"
@@ -110,16 +111,8 @@ func TestCancelHoldCancelsOrderAndVoidsPayment(t *testing.T) {
 // the workers run), and the void that runs afterwards changes nothing.
 func TestChargeAfterHoldCancelIsRefunded(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{})
-	e.withLeases()
 	alice, bob := user("alice"), user("bob")
-	h := e.hold(alice, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, alice, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.lastPayment(o.ID)
-
-	_, err = e.holds.Cancel(e.ctx, alice, h.ID)
-	require.NoError(t, err)
+	e, o, p := newCancelledWithOpenOrder(t, alice)
 	require.Equal(t, orders.OrderCancelled, e.order(alice, o.ID).Status)
 	require.Equal(t, orders.PaymentPending, e.payments(o.ID)[0].Status)
 	require.Equal(t, payments.StatusPending, e.providerStatus(p), "the void must not have run yet")
@@ -151,16 +144,8 @@ func TestChargeAfterHoldCancelIsRefunded(t *testing.T) {
 // no seat is sold and no ticket issued.
 func TestChargeBeforeOrderSeesHoldCancelIsRefunded(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{})
-	e.withLeases()
 	alice, bob := user("alice"), user("bob")
-	h := e.hold(alice, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, alice, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.lastPayment(o.ID)
-
-	_, err = e.holds.Cancel(e.ctx, alice, h.ID)
-	require.NoError(t, err)
+	e, o, p := newCancelledWithOpenOrder(t, alice)
 	require.Equal(t, orders.OrderAwaitingPayment, e.storedOrderStatus(o.ID))
 	hb := e.hold(bob, []int{0}, 0)
 
@@ -173,11 +158,27 @@ func TestChargeBeforeOrderSeesHoldCancelIsRefunded(t *testing.T) {
 	// Not sold and never confirmable again: CANCELLED, as when the cancel
 	// is noticed first (the buyer cancelled; the hold did not run out).
 	require.Equal(t, orders.OrderCancelled, e.order(alice, o.ID).Status)
-	_, err = e.svc.RetryPayment(e.ctx, alice, o.ID, "r1")
+	_, err := e.svc.RetryPayment(e.ctx, alice, o.ID, "r1")
 	require.ErrorIs(t, err, apperr.ErrHoldExpired)
 	require.Equal(t, 0, e.count(`SELECT count(*) FROM tickets WHERE order_id = $1`, o.ID))
 	require.Equal(t, 0, e.count(`SELECT count(*) FROM inventory WHERE order_id = $1`, o.ID))
 	require.Equal(t, 1, e.count(`SELECT count(*) FROM inventory WHERE hold_id = $1 AND status = 'HELD' AND seat_id = $2`, hb.ID, e.ev.Seats[0]))
 	require.Equal(t, 1, providerCharges(t, p.ID))
 	e.auditClean()
+}
+
+// newCancelledWithOpenOrder is an env (Redis leases on, no workers) where
+// u held seat 0, ordered it (payment pending at paysim) and then cancelled
+// the hold.
+func newCancelledWithOpenOrder(t *testing.T, u auth.User) (*env, orders.Order, orders.Payment) {
+	t.Helper()
+	e := newEnv(t, envOpts{})
+	e.withLeases()
+	h := e.hold(u, []int{0}, 0)
+	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
+	require.NoError(t, err)
+	p := e.lastPayment(o.ID)
+	_, err = e.holds.Cancel(e.ctx, u, h.ID)
+	require.NoError(t, err)
+	return e, o, p
 }
