@@ -232,11 +232,21 @@ func (s *Service) cursorValid(ctx context.Context, eventID, cursor string) (bool
 	switch c := compareID(cursor, info.LastGeneratedID); {
 	case c > 0:
 		return false, nil // from the future: not this stream's
-	case c == 0, info.EntriesAdded == info.Length:
-		return true, nil // nothing missed, or nothing ever trimmed
+	case c == 0:
+		return true, nil // nothing missed
+	case cursor == "0-0" && info.EntriesAdded == info.Length:
+		// Taken before the stream existed, and the stream still holds every
+		// entry it ever had: the common first change after a page load
+		// replays instead of sending every viewer a snapshot. (Only a
+		// second loss of the stream between the page load and the resume
+		// could hide a change here.)
+		return true, nil
 	}
 	// Trimming removes the oldest entries only: if the cursor's own entry is
-	// still there, so is everything after it.
+	// still there, so is everything after it. An untrimmed stream is not
+	// enough for a real cursor: after Redis lost the stream (a restart), the
+	// relay's next publish starts a new one whose ids are all later than the
+	// cursor, and the changes published in between are gone.
 	msgs, err := s.rdb.XRangeN(ctx, key, cursor, cursor, 1).Result()
 	if err != nil {
 		return false, fmt.Errorf("seat map cursor: %w", err)

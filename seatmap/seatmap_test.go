@@ -395,6 +395,31 @@ func TestStaleOrUnknownCursorGetsSnapshot(t *testing.T) {
 	require.Equal(t, int64(1301), u.Seats[0].Version)
 }
 
+// A cursor from before Redis lost the stream (a restart) gets a snapshot:
+// the new stream, untrimmed and with later ids, does not hold the changes
+// published in between.
+func TestCursorFromALostStreamGetsSnapshot(t *testing.T) {
+	b := setup(t)
+	svc := b.service(t, seatmap.Config{})
+	ctx := context.Background()
+	publish := func(i int) {
+		payload := fmt.Sprintf(`{"eventId":%q,"kind":"hold","seats":[{"seatId":%q,"sectionId":%q,"status":"HELD","version":%d}]}`,
+			b.eventID, b.seats[i], b.section, 1000+i)
+		require.NoError(t, svc.Publish(ctx, []outbox.Row{{EventID: &b.eventID, Topic: "inventory", Payload: json.RawMessage(payload)}}))
+	}
+	publish(0)
+	old, err := svc.Cursor(ctx, b.eventID)
+	require.NoError(t, err)
+	publish(1) // the client never sees this one...
+	require.NoError(t, b.rdb.Del(ctx, b.prefix+"seatmap:"+b.eventID).Err()) // ...Redis loses it
+	require.Eventually(t, func() bool { publish(2); c, _ := svc.Cursor(ctx, b.eventID); return c != old },
+		5*time.Second, time.Millisecond, "a new stream with a later id")
+
+	ch, _ := subscribe(t, svc, b.eventID, old)
+	u := next(t, ch)
+	require.NotNil(t, u.Snapshot, "resuming from %s would miss seat 1", old)
+}
+
 func TestSnapshotCursorLeavesNoGap(t *testing.T) {
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{SnapshotTTL: time.Millisecond})
