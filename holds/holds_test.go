@@ -432,6 +432,48 @@ func TestSweeper(t *testing.T) {
 	assert.Zero(t, n)
 }
 
+// A row of an expired hold that another transaction has locked (a buyer
+// reclaiming the seat, who may still roll back) is skipped, and the hold
+// stays ACTIVE until a later sweep frees that row too; marked EXPIRED at
+// once, it would never be swept again and the seat would stay HELD.
+func TestSweeperComesBackForALockedRow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, true, holds.Config{})
+	ev := createEvent(t, e.pool, eventSpec{holdSeconds: 1})
+	ctx := ctxT(t, 30*time.Second)
+	h, err := e.svc.Create(ctx, user(1), seatsReq(ev, ev.AllSeat[0], ev.AllSeat[1]))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return count(t, e.pool, `SELECT count(*) FROM holds WHERE id = $1 AND expires_at <= now()`, h.ID) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+
+	buyer, err := e.pool.Begin(ctx) // locks seat 0, then gives up
+	require.NoError(t, err)
+	defer buyer.Rollback(ctx)
+	_, err = buyer.Exec(ctx, `SELECT 1 FROM inventory WHERE event_id = $1 AND seat_id = $2 FOR UPDATE`, ev.ID, ev.AllSeat[0])
+	require.NoError(t, err)
+	n, err := e.svc.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n, "not ended while a row is skipped")
+	assert.Equal(t, "AVAILABLE", seatStatus(t, e, ev, ev.AllSeat[1]), "the free row is released now")
+	assert.Equal(t, 1, count(t, e.pool, `SELECT count(*) FROM outbox WHERE payload->>'holdId' = $1::text AND payload->>'kind' = 'expire'`, h.ID))
+	require.NoError(t, buyer.Rollback(ctx))
+
+	n, err = e.svc.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, "EXPIRED", stored(t, e, h.ID))
+	assert.Equal(t, "AVAILABLE", seatStatus(t, e, ev, ev.AllSeat[0]))
+	assert.Zero(t, count(t, e.pool, `SELECT count(*) FROM inventory WHERE event_id = $1 AND status <> 'AVAILABLE'`, ev.ID))
+}
+
+func seatStatus(t *testing.T, e *env, ev event, seatID string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT status FROM inventory WHERE event_id = $1 AND seat_id = $2`, ev.ID, seatID).Scan(&s))
+	return s
+}
+
 func TestIdempotency(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false, holds.Config{})

@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/ticketing/ticketing/store"
@@ -15,30 +16,48 @@ const SweepBatch = 200
 // return to AVAILABLE with new versions, and the outbox records it. It never
 // waits on a locked hold or row (a buyer reclaiming the seat wins), and
 // correctness never depends on it: an expired HELD row is holdable and an
-// expired hold reads EXPIRED anyway. It returns the number of holds swept.
+// expired hold reads EXPIRED anyway. A hold with a row it had to skip stays
+// ACTIVE (and expired by its time) until a later sweep frees that row too:
+// the transaction holding the lock may roll back, and a hold marked EXPIRED
+// would never be swept again, leaving the row HELD on the live seat map. It
+// returns the number of holds swept (ended).
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n := 0
+		locked, ended := 0, 0
 		err := s.st.InTx(ctx, func(tx *store.Store) error {
 			holds, err := tx.LockExpiredHolds(ctx, SweepBatch)
 			if err != nil {
 				return err
 			}
-			n = len(holds)
+			locked = len(holds)
 			for _, h := range holds {
 				units, err := tx.ReleaseHold(ctx, h[1], h[0], true)
 				if err != nil {
 					return err
 				}
-				if err := tx.EndHold(ctx, h[0], StatusExpired, outboxPayload(h[1], "expire", h[0], "AVAILABLE", units)); err != nil {
+				payload := outboxPayload(h[1], "expire", h[0], "AVAILABLE", units)
+				left, err := tx.HeldRowsLeft(ctx, h[1], h[0])
+				if err != nil {
 					return err
 				}
+				if left > 0 {
+					if len(units) > 0 { // publish what was freed now
+						if err := tx.OutboxInsert(ctx, h[1], "inventory", json.RawMessage(payload)); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+				if err := tx.EndHold(ctx, h[0], StatusExpired, payload); err != nil {
+					return err
+				}
+				ended++
 			}
 			return nil
 		})
-		total += n
-		if err != nil || n < SweepBatch {
+		total += ended
+		if err != nil || locked < SweepBatch || ended < locked {
 			return total, err
 		}
 	}

@@ -293,6 +293,15 @@ func (s *Store) ReleaseHold(ctx context.Context, eventID, holdID string, skipLoc
 	return s.units(ctx, "release hold", sqlReleaseHeldBy, eventID, holdID, ids)
 }
 
+// HeldRowsLeft counts the inventory rows still HELD by the hold (after a
+// ReleaseHold that skipped locked rows).
+func (s *Store) HeldRowsLeft(ctx context.Context, eventID, holdID string) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM inventory WHERE event_id = $1 AND hold_id = $2 AND status = 'HELD'`,
+		eventID, holdID).Scan(&n)
+	return n, wrap("held rows left", err)
+}
+
 const sqlEndHold = `
 WITH items AS (
     UPDATE hold_items SET period = tstzrange(lower(period), greatest(lower(period), least(upper(period), clock_timestamp())))
