@@ -215,6 +215,15 @@ func TestPreOpeningCrowdIsShuffled(t *testing.T) {
 	again, err := s.Join(ctx, f.event, crowd[7], "")
 	require.NoError(t, err)
 	require.Equal(t, before.Position, again.Position)
+	// Nor can leaving and joining again: the draw is the user's own.
+	for range 5 {
+		_, err = s.Leave(ctx, f.event, crowd[7])
+		require.NoError(t, err)
+		f.clk.Add(2 * time.Second) // past the join rate limit
+		again, err = s.Join(ctx, f.event, crowd[7], "")
+		require.NoError(t, err)
+		require.Equal(t, before.Position, again.Position, "a leave and a join re-drew the place")
+	}
 
 	f.clk.Add(time.Hour)
 	late, err := s.Join(ctx, f.event, "late-user", "")

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -207,7 +206,6 @@ func (s *Service) Join(ctx context.Context, eventID, userID, clientAddr string) 
 	p, err := s.store.Join(octx, redisstore.JoinRequest{
 		EventID: eventID, UserID: userID, Addr: clientAddr,
 		Now: now, SaleStart: ev.SaleStartsAt,
-		Score:   rand.Int64N(1 << 53),
 		Epoch:   uuid.NewString(),
 		UserLim: redisstore.Limit{Rate: s.cfg.JoinUserRate, Burst: s.cfg.JoinUserBurst},
 		AddrLim: redisstore.Limit{Rate: s.cfg.JoinAddrRate, Burst: s.cfg.JoinAddrBurst},

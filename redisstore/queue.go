@@ -87,8 +87,6 @@ type JoinRequest struct {
 	Addr      string
 	Now       time.Time
 	SaleStart time.Time
-	// Score is the random pre-queue score used when the sale is not open yet.
-	Score int64
 	// Epoch is a random id stored when the queue's state is first created; a
 	// new epoch tells the controllers that Redis lost the queue.
 	Epoch            string
@@ -193,7 +191,7 @@ local function with_rate(p)
 end
 `
 
-// KEYS: eventKeys + rl user, rl addr. ARGV: user, now, start, score, event,
+// KEYS: eventKeys + rl user, rl addr. ARGV: user, now, start, event,
 // epoch, user ms/token, user burst, addr ms/token, addr burst.
 var joinScript = redis.NewScript(luaOpen + `
 local now = tonumber(ARGV[2])
@@ -206,15 +204,15 @@ local function gcra(key, t, burst)
   if now < allow then return nil, allow - now end
   return new, 0
 end
-local un, uw = gcra(KEYS[9], tonumber(ARGV[7]), tonumber(ARGV[8]))
+local un, uw = gcra(KEYS[9], tonumber(ARGV[6]), tonumber(ARGV[7]))
 if uw > 0 then return {-1, math.ceil(uw)} end
-local an, aw = gcra(KEYS[10], tonumber(ARGV[9]), tonumber(ARGV[10]))
+local an, aw = gcra(KEYS[10], tonumber(ARGV[8]), tonumber(ARGV[9]))
 if aw > 0 then return {-1, math.ceil(aw)} end
 if un then redis.call('SET', KEYS[9], tostring(un), 'PX', math.ceil(un - now)) end
 if an then redis.call('SET', KEYS[10], tostring(an), 'PX', math.ceil(an - now)) end
 
 local user = ARGV[1]
-redis.call('HSETNX', KEYS[7], 'epoch', ARGV[6])
+redis.call('HSETNX', KEYS[7], 'epoch', ARGV[5])
 redis.call('HSET', KEYS[7], 'start', ARGV[3])
 open_if_due(now)
 local p = place(user, now)
@@ -223,12 +221,15 @@ if p[1] == 1 or p[1] == 2 then return with_rate(p) end
 redis.call('ZREM', KEYS[4], user)
 redis.call('ZREM', KEYS[5], user)
 redis.call('HSET', KEYS[6], user, now)
-redis.call('SADD', KEYS[8], ARGV[5])
+redis.call('SADD', KEYS[8], ARGV[4])
 if redis.call('HGET', KEYS[7], 'open') == '1' then
   redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[3]), user)
   return with_rate({1, redis.call('ZCARD', KEYS[2])})
 end
-redis.call('ZADD', KEYS[1], ARGV[4], user)
+-- The pre-opening draw is a function of the queue's epoch and the user, so
+-- leaving and joining again cannot re-draw it.
+local draw = tonumber(string.sub(redis.sha1hex(redis.call('HGET', KEYS[7], 'epoch') .. '|' .. user), 1, 13), 16)
+redis.call('ZADD', KEYS[1], draw, user)
 return with_rate({1, redis.call('ZRANK', KEYS[1], user) + 1})
 `)
 
@@ -351,7 +352,7 @@ func (s *QueueStore) Join(ctx context.Context, r JoinRequest) (Place, error) {
 	if r.Addr == "" {
 		addrT = 0
 	}
-	v, err := s.batch.run(ctx, joinScript, keys, r.UserID, ms(r.Now), ms(r.SaleStart), r.Score,
+	v, err := s.batch.run(ctx, joinScript, keys, r.UserID, ms(r.Now), ms(r.SaleStart),
 		r.EventID, r.Epoch, msPerToken(r.UserLim), r.UserLim.Burst, addrT, r.AddrLim.Burst)
 	if err != nil {
 		return Place{}, fmt.Errorf("queue join: %w", err)
