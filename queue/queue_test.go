@@ -548,18 +548,28 @@ func TestRedisRestartMidSale(t *testing.T) {
 
 	// Restart (nothing persisted): users rejoin and get new places; the old
 	// permits still count, so nobody is admitted until they expire.
-	testdb.StartOwnRedis(t, own.Port)
-	require.Eventually(t, func() bool {
-		_, err := s.Join(ctx, f.event, "user-00004", "")
-		return err == nil
-	}, 10*time.Second, 50*time.Millisecond)
-	tk2, err := s.Join(ctx, f.event, "user-00003", "")
-	require.NoError(t, err)
-	require.Equal(t, 2, tk2.Position)
+	restart := func() *testdb.OwnRedis {
+		r := testdb.StartOwnRedis(t, own.Port)
+		require.Eventually(t, func() bool {
+			_, err := s.Join(ctx, f.event, "user-00004", "")
+			return err == nil
+		}, 10*time.Second, 50*time.Millisecond)
+		tk2, err := s.Join(ctx, f.event, "user-00003", "")
+		require.NoError(t, err)
+		require.Equal(t, 2, tk2.Position)
+		return r
+	}
+	second := restart()
 	got2, err := s.AdmitEvent(ctx, f.event)
 	require.NoError(t, err)
 	require.Empty(t, got2, "permits issued before the restart are still valid")
 	require.NoError(t, s.Verify(token, got[0], f.event))
+	// A second restart within the permits' lifetime must not forget them.
+	second.Stop()
+	restart()
+	got2, err = s.AdmitEvent(ctx, f.event)
+	require.NoError(t, err)
+	require.Empty(t, got2, "permits issued before the first restart are still valid")
 
 	f.clk.Add(time.Minute)
 	require.Error(t, s.Verify(token, got[0], f.event))

@@ -508,7 +508,14 @@ func (s *Service) AdmitEvent(ctx context.Context, eventID string) ([]string, err
 	}
 	if res.Epoch != "" {
 		if res.Epoch != k.epoch || res.MaxExpiry.After(k.hold) {
-			k = epochSeen{epoch: res.Epoch, hold: res.MaxExpiry}
+			// A new epoch keeps what the old one still holds: after a
+			// second restart within the permits' lifetime, the admissions
+			// of the first epoch are still valid and still count.
+			hold := res.MaxExpiry
+			if k.hold.After(hold) && now.Before(k.hold) {
+				hold = k.hold
+			}
+			k = epochSeen{epoch: res.Epoch, hold: hold}
 		}
 		s.knownMu.Lock()
 		s.known[eventID] = k
