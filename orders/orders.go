@@ -57,9 +57,10 @@ type (
 )
 
 // AdmissionReleaser frees a virtual-queue admission slot once the buyer's
-// order is confirmed (queue.Service implements it).
+// order is confirmed: the one the order's hold was made under, at heldAt
+// (queue.Service implements it).
 type AdmissionReleaser interface {
-	Release(ctx context.Context, eventID, userID string) error
+	Release(ctx context.Context, eventID, userID string, heldAt time.Time) error
 }
 
 // Config configures the service; zero values get the defaults noted.

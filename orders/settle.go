@@ -313,7 +313,11 @@ func (s *Service) after(ctx context.Context, eff effects, err error) {
 			s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
 		}
 		if s.cfg.Queue != nil {
-			if err := s.cfg.Queue.Release(context.WithoutCancel(ctx), o.EventID, o.Owner); err != nil {
+			h, err := s.st.GetHold(context.WithoutCancel(ctx), o.HoldID)
+			if err == nil {
+				err = s.cfg.Queue.Release(context.WithoutCancel(ctx), o.EventID, o.Owner, h.CreatedAt)
+			}
+			if err != nil {
 				s.cfg.Log.Warn("release queue admission", "order", o.ID, "err", err)
 			}
 		}

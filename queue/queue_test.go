@@ -244,6 +244,42 @@ func TestPreOpeningCrowdIsShuffled(t *testing.T) {
 	require.Equal(t, Admitted, tk.Status)
 }
 
+// Release on a confirmed order frees the admission the order's hold was
+// made under, not a newer one: when the first admission expired (the hold
+// outlived it) and the buyer queued and was admitted again, the newer
+// admission still counts against the window.
+func TestReleaseFreesOnlyTheHoldsAdmission(t *testing.T) {
+	f := newFixture(t, -time.Hour)
+	s := f.service(t, Config{Window: 1, AdmitRate: 1000, AdmitBurst: 10, AdmissionTTL: time.Minute}, nil)
+	ctx := context.Background()
+	admitted := func(user string) bool {
+		tk, err := s.Ticket(ctx, f.event, user)
+		require.NoError(t, err)
+		return tk != nil && tk.Status == Admitted
+	}
+	_, err := s.Join(ctx, f.event, "u1", "")
+	require.NoError(t, err)
+	got, err := s.AdmitEvent(ctx, f.event)
+	require.NoError(t, err)
+	require.Equal(t, []string{"u1"}, got)
+	heldAt := f.clk.Now() // u1 holds seats under this admission
+
+	f.clk.Add(time.Minute + time.Second) // the admission runs out; the hold lives on
+	_, err = s.AdmitEvent(ctx, f.event)
+	require.NoError(t, err)
+	f.clk.Add(2 * time.Second)
+	_, err = s.Join(ctx, f.event, "u1", "")
+	require.NoError(t, err)
+	got, err = s.AdmitEvent(ctx, f.event)
+	require.NoError(t, err)
+	require.Equal(t, []string{"u1"}, got, "admitted again")
+
+	require.NoError(t, s.Release(ctx, f.event, "u1", heldAt)) // the first order confirms
+	require.True(t, admitted("u1"), "the newer admission is not the order's")
+	require.NoError(t, s.Release(ctx, f.event, "u1", f.clk.Now()))
+	require.False(t, admitted("u1"))
+}
+
 func TestTwoControllersNeverOverAdmit(t *testing.T) {
 	f := newFixture(t, -time.Hour)
 	const window = 10
@@ -306,7 +342,7 @@ func TestTwoControllersNeverOverAdmit(t *testing.T) {
 			members, _ := f.rdb.ZRange(ctx, admKey, 0, -1).Result()
 			for j, u := range members {
 				if (i+j)%3 != 0 { // a third let their admission expire
-					_ = b.Release(ctx, f.event, u)
+					_ = b.Release(ctx, f.event, u, f.clk.Now())
 				}
 			}
 			time.Sleep(2 * time.Millisecond)
@@ -439,7 +475,7 @@ func TestJoinRules(t *testing.T) {
 	got, err = s.AdmitEvent(ctx, f.event)
 	require.NoError(t, err)
 	require.Equal(t, []string{"u2"}, got)
-	require.NoError(t, s.Release(ctx, f.event, "u2"))
+	require.NoError(t, s.Release(ctx, f.event, "u2", f.clk.Now()))
 	got, err = s.AdmitEvent(ctx, f.event)
 	require.NoError(t, err)
 	require.Equal(t, []string{"u3"}, got)

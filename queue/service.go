@@ -305,13 +305,18 @@ func (s *Service) Leave(ctx context.Context, eventID, userID string) (bool, erro
 }
 
 // Release frees the user's admission slot at once; the orders engine calls
-// it when the buyer's order is confirmed. It is a no-op when the user holds
-// no slot (or the event has no queue). On error (Redis down) the caller may
-// ignore it: the slot frees itself when the admission expires.
-func (s *Service) Release(ctx context.Context, eventID, userID string) error {
+// it when the buyer's order is confirmed, with the time the order's hold was
+// made (under that admission). An admission issued after that one expired
+// is left alone. It is a no-op when the user holds no slot (or the event has
+// no queue). On error (Redis down) the caller may ignore it: the slot frees
+// itself when the admission expires.
+func (s *Service) Release(ctx context.Context, eventID, userID string, heldAt time.Time) error {
 	octx, cancel := s.op(ctx)
 	defer cancel()
-	released, err := s.store.Release(octx, eventID, userID)
+	// The hold needed a valid admission, so that admission expires by
+	// heldAt + TTL; a later one was issued after it expired, so it expires
+	// later than that.
+	released, err := s.store.Release(octx, eventID, userID, heldAt.Add(s.cfg.AdmissionTTL))
 	if err != nil {
 		return unavailable("release", err)
 	}

@@ -436,10 +436,21 @@ func (s *QueueStore) Events(ctx context.Context) ([]string, error) {
 	return s.rdb.SMembers(ctx, s.prefix+"queue:events").Result()
 }
 
-// Release frees the user's admission slot at once (order confirmed).
-// It reports whether the user held one.
-func (s *QueueStore) Release(ctx context.Context, eventID, userID string) (bool, error) {
-	n, err := s.rdb.ZRem(ctx, s.key(eventID, "adm"), userID).Result()
+// releaseAdmissionScript removes the user's admission if it expires by ARGV[2] (unix
+// ms): the admission a confirmed order was made under, not a newer one.
+var releaseAdmissionScript = redis.NewScript(`
+local e = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if e and tonumber(e) <= tonumber(ARGV[2]) then
+  return redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return 0`)
+
+// Release frees the user's admission slot at once (order confirmed), if it
+// expires by expiringBy: an admission issued later (the user's first one
+// expired, they queued again) is left alone. It reports whether it freed
+// one.
+func (s *QueueStore) Release(ctx context.Context, eventID, userID string, expiringBy time.Time) (bool, error) {
+	n, err := releaseAdmissionScript.Run(ctx, s.rdb, []string{s.key(eventID, "adm")}, userID, ms(expiringBy)).Int()
 	if err != nil {
 		return false, fmt.Errorf("queue release: %w", err)
 	}
