@@ -149,7 +149,11 @@ func wsConnContext(r *http.Request) context.Context {
 	ctx := context.WithValue(context.Background(), requestIDKey{}, RequestID(from))
 	ctx = queue.WithClientAddr(ctx, queue.ClientAddr(from))
 	if u, ok := auth.UserFrom(from); ok {
-		ctx = auth.WithUser(ctx, u)
+		if exp, ok := auth.UserExpiry(from); ok {
+			ctx = auth.WithUserUntil(ctx, u, exp)
+		} else {
+			ctx = auth.WithUser(ctx, u)
+		}
 	}
 	return ctx
 }
@@ -157,15 +161,22 @@ func wsConnContext(r *http.Request) context.Context {
 // websocketInit authenticates a WebSocket from the connection_init payload
 // {"Authorization": "Bearer <JWT>"}. No token keeps the connection anonymous
 // (or authenticated by the upgrade request's header); an invalid token closes
-// it with 4403 (graphql-transport-ws) / a connection_error (graphql-ws).
+// it with 4403 (graphql-transport-ws) / a connection_error (graphql-ws). An
+// authenticated connection ends when its token expires (the transport
+// closes a connection whose context ends): an expired token must not go on
+// reading orders or making holds over a socket opened while it was valid.
 func (a *App) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-	u, ok, err := a.Auth.Authenticate(p.Authorization())
+	u, exp, ok, err := a.Auth.AuthenticateUntil(p.Authorization())
 	if err != nil {
 		return ctx, nil, &wsgorilla.InitError{Code: 4403, Reason: "UNAUTHENTICATED", Err: errors.New("UNAUTHENTICATED: invalid token")}
 	}
 	if ok {
-		ctx = auth.WithUser(ctx, u)
+		ctx = auth.WithUserUntil(ctx, u, exp)
+	} else if exp, ok = auth.UserExpiry(ctx); !ok {
+		return ctx, nil, nil // anonymous
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	time.AfterFunc(time.Until(exp), func() { cancel(auth.ErrTokenExpired) })
 	return ctx, nil, nil
 }
 

@@ -270,6 +270,29 @@ func TestWebsocket(t *testing.T) {
 		}
 		require.JSONEq(t, `{"data":{"me":{"id":"user-1"}}}`, string(m.Payload))
 	})
+	t.Run("ErrTokenExpiresOnOpenConnection", func(t *testing.T) {
+		t.Parallel()
+		exp := time.Now().Add(2 * time.Second).Truncate(time.Second).Add(time.Second)
+		short := sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["exp"] = exp.Unix() }))
+		c, _, err := b.wsDial(t, "graphql-transport-ws", publicURL)
+		require.NoError(t, err)
+		require.NoError(t, c.WriteJSON(initMsg(short)))
+		var m wsMsg
+		require.NoError(t, c.ReadJSON(&m))
+		require.Equal(t, "connection_ack", m.Type)
+		// The connection is closed at the token's expiry; before it, the
+		// caller is served.
+		require.NoError(t, c.WriteJSON(wsMsg{ID: "1", Type: "subscribe", Payload: json.RawMessage(`{"query":"{ me { id } }"}`)}))
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(15*time.Second)))
+		for {
+			if err = c.ReadJSON(&m); err != nil {
+				break
+			}
+		}
+		require.False(t, time.Now().Before(exp), "closed before the token expired")
+		var ce *websocket.CloseError
+		require.ErrorAs(t, err, &ce, "the server closed it (not the read deadline)")
+	})
 	t.Run("ErrBadTokenTransportWS", func(t *testing.T) {
 		t.Parallel()
 		c, _, err := b.wsDial(t, "graphql-transport-ws", "")
@@ -409,6 +432,18 @@ func TestLimits(t *testing.T) {
 		big := `{"query":"{ me { id } }","variables":{"pad":"` + strings.Repeat("x", app.MaxBodyBytes) + `"}}`
 		// io.MultiReader hides the length, so the body goes chunked.
 		resp, err := http.Post(b.srv.URL+"/graphql", "application/json", io.MultiReader(strings.NewReader(big)))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	})
+	t.Run("ErrBodyTooLargeWithUpgradeHeader", func(t *testing.T) {
+		t.Parallel()
+		// Only a real WebSocket handshake skips the body limit.
+		big := `{"query":"{ me { id } }","variables":{"pad":"` + strings.Repeat("x", app.MaxBodyBytes) + `"}}`
+		req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", strings.NewReader(big))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Upgrade", "foo")
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)

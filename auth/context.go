@@ -5,6 +5,7 @@ package auth
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/ticketing/ticketing/apperr"
 )
@@ -23,6 +24,19 @@ type ctxKey struct{}
 // WithUser returns ctx carrying u.
 func WithUser(ctx context.Context, u User) context.Context {
 	return context.WithValue(ctx, ctxKey{}, u)
+}
+
+type expKey struct{}
+
+// WithUserUntil is WithUser for a caller whose token expires at exp.
+func WithUserUntil(ctx context.Context, u User, exp time.Time) context.Context {
+	return context.WithValue(WithUser(ctx, u), expKey{}, exp)
+}
+
+// UserExpiry returns when the caller's token expires, if known.
+func UserExpiry(ctx context.Context) (time.Time, bool) {
+	exp, ok := ctx.Value(expKey{}).(time.Time)
+	return exp, ok
 }
 
 // UserFrom returns the caller, if the request was authenticated.

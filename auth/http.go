@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/ticketing/ticketing/apperr"
 )
@@ -24,19 +26,29 @@ func BearerToken(header string) (token string, ok bool) {
 // anonymous caller (ok false, no error); anything else must be a valid bearer
 // token, else the error wraps apperr.ErrUnauthenticated.
 func (v *Verifier) Authenticate(header string) (u User, ok bool, err error) {
+	u, _, ok, err = v.AuthenticateUntil(header)
+	return u, ok, err
+}
+
+// AuthenticateUntil is Authenticate that also returns when the token
+// expires.
+func (v *Verifier) AuthenticateUntil(header string) (u User, exp time.Time, ok bool, err error) {
 	if strings.TrimSpace(header) == "" {
-		return User{}, false, nil
+		return User{}, time.Time{}, false, nil
 	}
 	token, isBearer := BearerToken(header)
 	if !isBearer {
-		return User{}, false, errors.Join(apperr.ErrUnauthenticated, errors.New("the Authorization header must be \"Bearer <JWT>\""))
+		return User{}, time.Time{}, false, errors.Join(apperr.ErrUnauthenticated, errors.New("the Authorization header must be \"Bearer <JWT>\""))
 	}
-	u, err = v.Verify(token)
+	u, exp, err = v.VerifyUntil(token)
 	if err != nil {
-		return User{}, false, err
+		return User{}, time.Time{}, false, err
 	}
-	return u, true, nil
+	return u, exp, true, nil
 }
+
+// ErrTokenExpired ends what a token authenticated when the token expires.
+var ErrTokenExpired = errors.Join(apperr.ErrUnauthenticated, errors.New("token expired"))
 
 // Middleware puts the caller of a valid bearer token in the request context.
 // Without an Authorization header the request goes on anonymously (catalog
@@ -49,13 +61,17 @@ func (v *Verifier) Authenticate(header string) (u User, ok bool, err error) {
 //   - elsewhere it is the REST error shape {"error":{"code":"UNAUTHENTICATED","message":"..."}}.
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, ok, err := v.Authenticate(r.Header.Get("Authorization"))
+		u, exp, ok, err := v.AuthenticateUntil(r.Header.Get("Authorization"))
 		if err != nil {
 			WriteUnauthenticated(w, r, "invalid token: "+reason(err))
 			return
 		}
 		if ok {
-			r = r.WithContext(WithUser(r.Context(), u))
+			// A request that outlives the token (an SSE subscription) ends
+			// with it.
+			ctx, cancel := context.WithDeadlineCause(WithUserUntil(r.Context(), u, exp), exp, ErrTokenExpired)
+			defer cancel()
+			r = r.WithContext(ctx)
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -83,7 +83,8 @@ const (
 
 type verifiedToken struct {
 	user  User
-	until time.Time
+	exp   time.Time // the token's exp
+	until time.Time // when the entry stops being used
 }
 
 // claims is the token payload we read.
@@ -135,28 +136,36 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 // Verify checks token (without the "Bearer " prefix) and returns its caller.
 // Every failure wraps apperr.ErrUnauthenticated.
 func (v *Verifier) Verify(token string) (User, error) {
+	u, _, err := v.VerifyUntil(token)
+	return u, err
+}
+
+// VerifyUntil is Verify that also returns when the token expires (its exp),
+// for connections that outlive one request.
+func (v *Verifier) VerifyUntil(token string) (User, time.Time, error) {
 	if len(v.methods) == 0 {
-		return User{}, fmt.Errorf("%w: no token verification key is configured", apperr.ErrUnauthenticated)
+		return User{}, time.Time{}, fmt.Errorf("%w: no token verification key is configured", apperr.ErrUnauthenticated)
 	}
 	now := v.cfg.Now()
 	if e, ok := v.verified.Get(token); ok && now.Before(e.until) {
-		return e.user, nil
+		return e.user, e.exp, nil
 	}
 	var c claims
 	if _, err := v.parser.ParseWithClaims(token, &c, v.keyFunc); err != nil {
-		return User{}, fmt.Errorf("%w: %v", apperr.ErrUnauthenticated, err)
+		return User{}, time.Time{}, fmt.Errorf("%w: %v", apperr.ErrUnauthenticated, err)
 	}
 	// The parser allowed Leeway on exp too; the contract allows it on nbf
 	// and iat only. exp is required, so c.ExpiresAt is set.
-	if !now.Before(c.ExpiresAt.Time) {
-		return User{}, fmt.Errorf("%w: token is expired", apperr.ErrUnauthenticated)
+	exp := c.ExpiresAt.Time
+	if !now.Before(exp) {
+		return User{}, time.Time{}, fmt.Errorf("%w: token is expired", apperr.ErrUnauthenticated)
 	}
 	if strings.TrimSpace(c.Subject) == "" {
-		return User{}, fmt.Errorf("%w: token has no sub", apperr.ErrUnauthenticated)
+		return User{}, time.Time{}, fmt.Errorf("%w: token has no sub", apperr.ErrUnauthenticated)
 	}
 	u := User{ID: c.Subject, Roles: slices.Clip(c.Roles)} // Clip: an append by a caller never writes into the cached entry
-	v.verified.Add(token, verifiedToken{user: u, until: minTime(c.ExpiresAt.Time, now.Add(verifiedTTL))})
-	return u, nil
+	v.verified.Add(token, verifiedToken{user: u, exp: exp, until: minTime(exp, now.Add(verifiedTTL))})
+	return u, exp, nil
 }
 
 func minTime(a, b time.Time) time.Time {
