@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
 
 	"github.com/ticketing/ticketing/auth"
 )
@@ -137,7 +138,9 @@ func (a *App) recoverPanics(next http.Handler) http.Handler {
 // announced its length, and a slow sender is cut after bodyReadTimeout.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody || r.Header.Get("Upgrade") != "" {
+		// Only a real WebSocket handshake is left alone (it has no body);
+		// any other request with an Upgrade header is read and limited.
+		if r.Body == nil || r.Body == http.NoBody || websocket.IsWebSocketUpgrade(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
