@@ -84,7 +84,7 @@ func (a *App) initPlatform() error {
 func (a *App) graphqlHandler() http.Handler {
 	// seatMapUpdates frames are executed once per distinct operation and
 	// shared by every subscriber (transport/sharedexec).
-	srv := handler.New(sharedexec.Wrap(graph.NewExecutableSchema(graph.Config{Resolvers: a.Resolver}), "seatMapUpdates"))
+	srv := handler.New(sharedexec.Wrap(graph.NewExecutableSchema(graph.Config{Resolvers: a.Resolver, Complexity: costModel()}), "seatMapUpdates"))
 	allowOrigin := wsgorilla.OriginChecker(a.allowedOrigins()...)
 	srv.AddTransport(wsgorilla.Transport{
 		Upgrader: websocket.Upgrader{

@@ -396,6 +396,19 @@ func TestLimits(t *testing.T) {
 		require.Contains(t, r.Errors[0].Message, "depth")
 		require.Contains(t, []string{"", "null"}, string(r.Data), "refused before execution")
 	})
+	t.Run("ErrComplexityGrowsWithWhatAListReturns", func(t *testing.T) {
+		t.Parallel()
+		// One page of 100 events with their venues' seats is refused; the
+		// same with one event is not (gqlgen's default counted both as 7).
+		q := `{ searchEvents(first: %d) { edges { node { venue { sections { seats { id } } } } } } }`
+		r := b.graphql(t, "", fmt.Sprintf(q, 100))
+		require.Len(t, r.Errors, 1)
+		require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", r.Errors[0].Extensions["code"])
+		r = b.graphql(t, "", fmt.Sprintf(q, 1))
+		for _, e := range r.Errors {
+			require.NotEqual(t, "COMPLEXITY_LIMIT_EXCEEDED", e.Extensions["code"])
+		}
+	})
 	t.Run("ErrComplexity", func(t *testing.T) {
 		t.Parallel()
 		var q strings.Builder
