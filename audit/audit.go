@@ -86,6 +86,11 @@ func Run(ctx context.Context, st *store.Store, eventID string, opt Options) (Rep
 		}
 	}
 	for _, p := range ps {
+		if p.Status == "UNKNOWN" && p.ProviderRef == nil && time.Since(p.CreatedAt) > payments.KeyWindow {
+			r.Anomalies = append(r.Anomalies, Anomaly{"PAYMENT_OUTCOME_UNKNOWN", fmt.Sprintf(
+				"payment %s (order %s): the provider never answered its create within its idempotency window (key %s, since %s): find it at the provider by reference %s",
+				p.ID, p.OrderID, p.IdempotencyKey, p.CreatedAt.Format(time.RFC3339), p.ID)})
+		}
 		line := PaymentLine{AuditPayment: p}
 		if opt.Provider != nil && p.ProviderRef != nil {
 			line.ProviderStatus = providerView(ctx, opt, p, &r)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
@@ -133,16 +132,12 @@ func (s *Service) resumeUnknown(ctx context.Context, orderID string) {
 	}
 }
 
-// ProviderKeyWindow is how long a create is repeated with its idempotency
-// key: the providers keep keys for 24 h (paysim, Stripe), less an hour of
-// margin. After it a repeat could open a second payment, so the attempt
-// stays UNKNOWN for a person to resolve at the provider (by its reference,
-// the attempt id): the audit reports it, ticketing_payments_unknown_stuck
-// counts it, and a late notification still settles it.
-const ProviderKeyWindow = 23 * time.Hour
-
 // ErrKeyWindowPassed: the create of an attempt was never answered within
-// ProviderKeyWindow; it is not repeated.
+// payments.KeyWindow, so it is not repeated (a repeat could open a second
+// payment). The attempt stays UNKNOWN for a person to resolve at the
+// provider by its reference, the attempt id: the audit reports it,
+// ticketing_payments_unknown_stuck counts it, and a late notification still
+// settles it.
 var ErrKeyWindowPassed = errors.New("outcome unknown past the provider's idempotency window: not repeated (resolve it at the provider by the attempt's reference)")
 
 // resolve learns the provider's state of an open attempt and records it.
@@ -154,7 +149,7 @@ func (s *Service) resolve(ctx context.Context, p Payment) error {
 		err error
 	)
 	if p.ProviderRef == nil {
-		if s.cfg.Now().Sub(p.CreatedAt) > ProviderKeyWindow {
+		if s.cfg.Now().Sub(p.CreatedAt) > payments.KeyWindow {
 			return fmt.Errorf("payment %s: %w", p.ID, ErrKeyWindowPassed)
 		}
 		req, rerr := s.createRequest(p)
@@ -630,7 +625,7 @@ func (s *Service) refundPayment(ctx context.Context, paymentID string) error {
 // expired, open attempts untouched for ReconcileAfter are queried at the
 // provider (results whose notification never came), refunds pending are
 // re-enqueued, and, with a provider whose failed payments may still
-// succeed, recent FAILED payments are queried again (recheckFailed). It
+// succeed, recent FAILED payments are queried again (failedToRecheck). It
 // returns the number of actions taken.
 func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	actions := 0
@@ -645,18 +640,26 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		actions++
 		s.metrics.actions.WithLabelValues("expire_order").Inc()
 	}
-	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, ProviderKeyWindow, s.cfg.ReconcileBatch)
+	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, payments.KeyWindow, s.cfg.ReconcileBatch)
+	if err != nil {
+		return actions, err
+	}
+	failed, err := s.failedToRecheck(ctx)
 	if err != nil {
 		return actions, err
 	}
 	var firstErr error
-	for _, p := range ps {
+	for _, p := range append(ps, failed...) {
 		var err error
 		action := "query_provider"
-		if p.Status == PaymentRefundPending {
+		switch p.Status {
+		case PaymentRefundPending:
 			action = "retry_refund"
 			err = s.st.InTx(ctx, func(tx *store.Store) error { return s.enqueue(ctx, tx, RefundArgs{PaymentID: p.ID}) })
-		} else {
+		case PaymentFailed:
+			action = "recheck_failed"
+			err = s.resolve(ctx, p)
+		default:
 			err = s.resolve(ctx, p)
 		}
 		// Checked whatever the outcome: a payment the provider keeps
@@ -666,7 +669,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 			err = cerr
 		}
 		if err != nil {
-			s.cfg.Log.Warn("reconcile payment", "payment", p.ID, "status", p.Status, "err", err)
+			s.cfg.Log.Warn("reconcile payment", "payment", p.ID, "status", p.Status, "action", action, "err", err)
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -675,12 +678,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		s.metrics.actions.WithLabelValues(action).Inc()
 		actions++
 	}
-	n, err := s.recheckFailed(ctx)
-	actions += n
-	if err != nil && firstErr == nil {
-		firstErr = err
-	}
-	if c, err := s.st.CountPaymentsAtRisk(ctx, ProviderKeyWindow); err == nil {
+	if c, err := s.st.CountPaymentsAtRisk(ctx, payments.KeyWindow); err == nil {
 		s.metrics.withoutOrder.Set(float64(c.WithoutOrder))
 		s.metrics.compensations.Set(float64(c.RefundsPending))
 		s.metrics.unknownStuck.Set(float64(c.UnknownStuck))
@@ -688,38 +686,15 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	return actions, firstErr
 }
 
-// recheckFailed asks the provider again about FAILED payments that may
-// still succeed (a Stripe buyer retrying on the same PaymentIntent after a
-// decline), within RecheckFailedFor of the failure, at doubling intervals.
-// A success found this way goes through the state machine like its lost
-// notification would have: the order is confirmed if its hold still
-// stands, else the charge is compensated.
-func (s *Service) recheckFailed(ctx context.Context) (int, error) {
+// failedToRecheck lists the FAILED payments to ask the provider about
+// again when its failed payments may still succeed (a Stripe buyer retrying
+// on the same PaymentIntent after a decline): within RecheckFailedFor of
+// the failure, at doubling intervals. A success found this way goes through
+// the state machine like its lost notification would have: the order is
+// confirmed if its hold still stands, else the charge is compensated.
+func (s *Service) failedToRecheck(ctx context.Context) ([]Payment, error) {
 	if !payments.FailedMaySucceed(s.cfg.Provider) {
-		return 0, nil
+		return nil, nil
 	}
-	ps, err := s.st.FailedPaymentsToRecheck(ctx, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckFailedFor, s.cfg.ReconcileBatch)
-	if err != nil {
-		return 0, err
-	}
-	var (
-		done     int
-		firstErr error
-	)
-	for _, p := range ps {
-		err := s.resolve(ctx, p)
-		if cerr := s.st.MarkPaymentChecked(ctx, p.ID); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			s.cfg.Log.Warn("recheck failed payment", "payment", p.ID, "err", err)
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		s.metrics.actions.WithLabelValues("recheck_failed").Inc()
-		done++
-	}
-	return done, firstErr
+	return s.st.FailedPaymentsToRecheck(ctx, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckFailedFor, s.cfg.ReconcileBatch)
 }

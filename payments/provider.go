@@ -67,6 +67,11 @@ const (
 // whose failed payments may still succeed (FailedMaySucceed).
 func (s Status) Final() bool { return s != StatusPending }
 
+// KeyWindow is how long a create may be repeated with its idempotency key:
+// the providers keep keys for 24 h (paysim, Stripe), less an hour of margin.
+// After it a repeat could open a second payment.
+const KeyWindow = 23 * time.Hour
+
 // FailureReopener is a Provider whose failed payments can still succeed
 // later. With Stripe, the buyer may confirm the same PaymentIntent again
 // with another card after a decline.

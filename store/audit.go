@@ -132,12 +132,6 @@ SELECT 'order ' || o.id || ' has ' || count(*) || ' SUCCEEDED payments kept: ' |
 FROM payments p JOIN orders o ON o.id = p.order_id
 WHERE o.event_id = $1 AND $2::float8 >= 0 AND p.status = 'SUCCEEDED'
 GROUP BY o.id HAVING count(*) > 1`},
-	{"PAYMENT_OUTCOME_UNKNOWN", `
-SELECT 'payment ' || p.id || ' (order ' || o.id || '): the provider never answered its create within its idempotency window (key ' ||
-       p.idempotency_key || ', since ' || p.created_at || '): find it at the provider by reference ' || p.id
-FROM payments p JOIN orders o ON o.id = p.order_id
-WHERE o.event_id = $1 AND $2::float8 >= 0 AND p.status = 'UNKNOWN' AND p.provider_ref IS NULL
-  AND p.created_at < now() - interval '23 hours' -- orders.ProviderKeyWindow`},
 	{"REFUND_OVERDUE", `
 SELECT 'payment ' || p.id || ' REFUND_PENDING since ' || p.updated_at
 FROM payments p JOIN orders o ON o.id = p.order_id
