@@ -174,11 +174,8 @@ func newCancelledWithOpenOrder(t *testing.T, u auth.User) (*env, orders.Order, o
 	t.Helper()
 	e := newEnv(t, envOpts{})
 	e.withLeases()
-	h := e.hold(u, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.lastPayment(o.ID)
-	_, err = e.holds.Cancel(e.ctx, u, h.ID)
+	h, o, p := e.checkout(u, 0)
+	_, err := e.holds.Cancel(e.ctx, u, h.ID)
 	require.NoError(t, err)
 	return e, o, p
 }

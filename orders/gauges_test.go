@@ -34,21 +34,15 @@ func TestMoneyGauges(t *testing.T) {
 	gauges("ticketing_payments_without_order 0\nticketing_pending_compensations 0\n")
 
 	// A late charge: compensated, its refund not yet run (no workers).
-	h := e.hold(u, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.lastPayment(o.ID)
+	h, o, p := e.checkout(u, 0)
 	e.expireHold(h.ID)
 	pay(t, *p.CheckoutURL, "succeed")
 	e.waitPayment(o.ID, 1, orders.PaymentRefundPending)
 	gauges("ticketing_payments_without_order 0\nticketing_pending_compensations 1\n")
 
 	// A charge left SUCCEEDED on an order that is not confirmed (planted).
-	h2 := e.hold(u, []int{1}, 0)
-	o2, err := e.svc.Create(e.ctx, u, h2.ID, "k2")
-	require.NoError(t, err)
-	p2 := e.lastPayment(o2.ID)
-	_, err = e.pool.Exec(e.ctx, `UPDATE payments SET status = 'SUCCEEDED' WHERE id = $1`, p2.ID)
+	_, _, p2 := e.checkout(u, 1)
+	_, err := e.pool.Exec(e.ctx, `UPDATE payments SET status = 'SUCCEEDED' WHERE id = $1`, p2.ID)
 	require.NoError(t, err)
 	gauges("ticketing_payments_without_order 1\nticketing_pending_compensations 1\n")
 }

@@ -115,6 +115,16 @@ func newEnv(t *testing.T, o envOpts) *env {
 	return e
 }
 
+// checkout holds seat for u and orders it; the payment is pending at paysim
+// with a checkout page.
+func (e *env) checkout(u auth.User, seat int) (holds.Hold, orders.Order, orders.Payment) {
+	e.t.Helper()
+	h := e.hold(u, []int{seat}, 0)
+	o, err := e.svc.Create(e.ctx, u, h.ID, "k-"+h.ID)
+	require.NoError(e.t, err)
+	return h, o, e.lastPayment(o.ID)
+}
+
 // newUnansweredEnv is an env whose provider never answers a create (paysim
 // create_timeout: the payment exists there, its answer is lost), and an
 // order of u for seat 0 whose attempt is therefore UNKNOWN, without a
@@ -138,14 +148,20 @@ func (e *env) startWorkers() {
 	e.t.Cleanup(func() { e.cancel(); <-done })
 }
 
-// providerCharges counts the payments paysim holds for our attempt.
-func providerCharges(t *testing.T, reference string) int {
+// paysimScan runs a query on paysim's own database and scans its row.
+func paysimScan(t *testing.T, sql string, args []any, dest ...any) {
 	t.Helper()
 	c, err := pgx.Connect(context.Background(), paysimDB)
 	require.NoError(t, err)
 	defer c.Close(context.Background())
+	require.NoError(t, c.QueryRow(context.Background(), sql, args...).Scan(dest...))
+}
+
+// providerCharges counts the payments paysim holds for our attempt.
+func providerCharges(t *testing.T, reference string) int {
+	t.Helper()
 	var n int
-	require.NoError(t, c.QueryRow(context.Background(), `SELECT count(*) FROM paysim.payments WHERE reference = $1`, reference).Scan(&n))
+	paysimScan(t, `SELECT count(*) FROM paysim.payments WHERE reference = $1`, []any{reference}, &n)
 	return n
 }
 
@@ -153,15 +169,20 @@ func providerCharges(t *testing.T, reference string) int {
 // has queued, and those still to deliver (neither delivered nor given up).
 func providerDeliveries(t *testing.T, reference string) (total, pending int) {
 	t.Helper()
-	c, err := pgx.Connect(context.Background(), paysimDB)
-	require.NoError(t, err)
-	defer c.Close(context.Background())
-	require.NoError(t, c.QueryRow(context.Background(), `
+	paysimScan(t, `
 SELECT count(*), count(*) FILTER (WHERE d.delivered_at IS NULL AND d.gave_up_at IS NULL)
 FROM paysim.deliveries d
 JOIN paysim.events e ON e.id = d.event_id JOIN paysim.payments p ON p.id = e.payment_id
-WHERE p.reference = $1`, reference).Scan(&total, &pending))
+WHERE p.reference = $1`, []any{reference}, &total, &pending)
 	return total, pending
+}
+
+// paysimPaymentID is paysim's id of the payment created for our attempt.
+func paysimPaymentID(t *testing.T, reference string) string {
+	t.Helper()
+	var id string
+	paysimScan(t, `SELECT id FROM paysim.payments WHERE reference = $1`, []any{reference}, &id)
+	return id
 }
 
 // createEvent writes a fixture event on sale (fixtures.SmallEvent).

@@ -1,11 +1,9 @@
 package orders_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -49,15 +47,4 @@ ticketing_payments_unknown_stuck 1
 	e.waitOrder(u, o.ID, orders.OrderConfirmed)
 	require.Equal(t, 1, providerCharges(t, p.ID))
 	e.auditClean()
-}
-
-// paysimPaymentID is paysim's id of the payment created for our attempt.
-func paysimPaymentID(t *testing.T, reference string) string {
-	t.Helper()
-	c, err := pgx.Connect(context.Background(), paysimDB)
-	require.NoError(t, err)
-	defer c.Close(context.Background())
-	var id string
-	require.NoError(t, c.QueryRow(context.Background(), `SELECT id FROM paysim.payments WHERE reference = $1`, reference).Scan(&id))
-	return id
 }

@@ -35,11 +35,7 @@ func TestRefundRetriedUntilConfirmed(t *testing.T) {
 	ft := &failRefunds{}
 	ft.n.Store(2)
 	e := newEnv(t, envOpts{transport: ft})
-	u := user("alice")
-	h := e.hold(u, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.lastPayment(o.ID)
+	h, o, p := e.checkout(user("alice"), 0)
 	e.expireHold(h.ID)
 	pay(t, *p.CheckoutURL, "succeed") // a late charge
 	e.waitPayment(o.ID, 1, orders.PaymentRefundPending)
