@@ -175,6 +175,7 @@ func (a *App) websocketInit(ctx context.Context, p transport.InitPayload) (conte
 	} else if exp, ok = auth.UserExpiry(ctx); !ok {
 		return ctx, nil, nil // anonymous
 	}
+	// The timer outlives a connection closed earlier, until exp at most.
 	ctx, cancel := context.WithCancelCause(ctx)
 	time.AfterFunc(time.Until(exp), func() { cancel(auth.ErrTokenExpired) })
 	return ctx, nil, nil
