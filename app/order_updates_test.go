@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -192,21 +191,7 @@ func TestOrderUpdatesSubscriptionDeliversConfirmation(t *testing.T) {
 	buyer, other := mint("buyer"), mint("other")
 	gql := func(tok, query string, vars map[string]any, out any) {
 		t.Helper()
-		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/graphql", bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var r struct {
-			Data   json.RawMessage   `json:"data"`
-			Errors []json.RawMessage `json:"errors"`
-		}
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
-		require.Empty(t, r.Errors)
-		require.NoError(t, json.Unmarshal(r.Data, out))
+		require.Empty(t, apptest.GraphQL(t, srv.URL, tok, query, vars, out))
 	}
 
 	var hold struct {

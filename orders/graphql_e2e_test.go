@@ -1,10 +1,7 @@
 package orders_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -49,22 +46,7 @@ func TestGraphQLCheckout(t *testing.T) {
 	require.NoError(t, err)
 	gql := func(query string, vars map[string]any, out any) []map[string]any {
 		t.Helper()
-		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/graphql", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var r struct {
-			Data   json.RawMessage  `json:"data"`
-			Errors []map[string]any `json:"errors"`
-		}
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
-		if out != nil && len(r.Data) > 0 {
-			require.NoError(t, json.Unmarshal(r.Data, out))
-		}
-		return r.Errors
+		return apptest.GraphQL(t, srv.URL, tok, query, vars, out)
 	}
 
 	var hold struct {

@@ -4,8 +4,11 @@
 package apptest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -44,4 +47,30 @@ func Serve(t testing.TB, a *app.App) *httptest.Server {
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// GraphQL posts query with vars to baseURL's /graphql as the bearer of
+// token (none if empty), decodes the data into out (if not nil) and returns
+// the errors.
+func GraphQL(t testing.TB, baseURL, token, query string, vars map[string]any, out any) []map[string]any {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, err := http.NewRequest(http.MethodPost, baseURL+"/graphql", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var r struct {
+		Data   json.RawMessage  `json:"data"`
+		Errors []map[string]any `json:"errors"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+	if out != nil && len(r.Data) > 0 && string(r.Data) != "null" {
+		require.NoError(t, json.Unmarshal(r.Data, out))
+	}
+	return r.Errors
 }
