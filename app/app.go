@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -198,7 +197,8 @@ func (a *App) Handler() http.Handler {
 	_ = a.initPlatform() // no-op after New; covers Apps built by hand in tests
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", resolvers.LoaderMiddleware(a.Catalog)(a.graphqlHandler()))
-	mux.Handle("GET /playground", playground.Handler("Ticketing", "/graphql"))
+	mux.Handle("GET /playground", web.Playground()) // GraphiQL, embedded (web/playground.go)
+	mux.Handle("GET /playground/", web.Playground())
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	a.mountSeatMap(mux)

@@ -505,7 +505,8 @@ func TestOpsEndpoints(t *testing.T) {
 
 	code, body = get(t, "/playground")
 	require.Equal(t, http.StatusOK, code)
-	require.Contains(t, body, "/graphql")
+	require.Contains(t, body, `src="/playground/assets/`, "GraphiQL is embedded, not fetched from a CDN")
+	require.NotContains(t, body, "https://")
 
 	code, body = get(t, "/metrics")
 	require.Equal(t, http.StatusOK, code)

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -51,5 +52,30 @@ func TestEmbeddedDistHasIndex(t *testing.T) {
 	Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "/assets/") {
 		t.Fatalf("the committed web/dist should hold the built app (status %d)", rec.Code)
+	}
+}
+
+func TestPlayground(t *testing.T) {
+	h := Playground()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/playground", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `src="/playground/assets/`) {
+		t.Fatalf("the committed web/playground/dist should hold the built Playground (status %d): %s", rec.Code, rec.Body.String())
+	}
+	if got := rec.Header().Get("Content-Security-Policy"); got != PlaygroundCSP {
+		t.Fatalf("CSP %q", got)
+	}
+	asset := regexp.MustCompile(`/playground/assets/[^"]+\.js`).FindString(rec.Body.String())
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, asset, nil))
+	if rec.Code != 200 || rec.Header().Get("Cache-Control") != "public, max-age=31536000, immutable" || !strings.Contains(rec.Header().Get("Content-Type"), "javascript") {
+		t.Fatalf("%s: status %d, headers %v", asset, rec.Code, rec.Header())
+	}
+	for _, p := range []string{"/playground/assets/missing.js", "/playground/nope", "/playground/assets/"} {
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		if rec.Code != 404 {
+			t.Errorf("%s: status %d, want 404", p, rec.Code)
+		}
 	}
 }
