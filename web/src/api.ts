@@ -92,6 +92,7 @@ export const MONEY = 'amount currency'
 
 export const EVENT_CARD = `id name category startsAt saleStatus
   venue { id name city }
+  artists { id name }
   minPrice { ${MONEY} } maxPrice { ${MONEY} }
   availability { available capacity }
   saleConditions { saleStartsAt queueRequired }`

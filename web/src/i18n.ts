@@ -43,6 +43,7 @@ const es = {
   searchFallback: 'La búsqueda no está disponible; mostramos los próximos eventos.',
   clearFilters: 'Quitar filtros',
   kmAway: 'a {km} km',
+  withArtists: 'Con {names}',
   // sale / availability
   onSale: 'A la venta',
   soldOut: 'Agotado',
@@ -50,7 +51,7 @@ const es = {
   ended: 'Venta cerrada',
   left: 'quedan {n}',
   fewLeft: '¡Últimas {n}!',
-  saleOpens: 'Venta desde {date}',
+  saleOpens: 'A la venta el {date}',
   priceFrom: 'Desde {p}',
   priceRange: '{a} – {b}',
   // event page
@@ -89,8 +90,10 @@ const es = {
   gaAvailable: '{n} disponibles',
   gaArea: 'Pista / de pie',
   seatMapHelp: 'Usa las flechas para moverte entre asientos y Enter o Espacio para elegir.',
+  seatMapHelpTouch: 'Toca una zona del plano para acercarte y luego toca un asiento libre para elegirlo. Con − vuelves a ver todo el recinto.',
   yourSelection: 'Tu selección',
-  nothingSelected: 'Toca un asiento libre o pide los mejores asientos.',
+  nothingSelected: 'Haz clic en un asiento libre o pide los mejores asientos.',
+  nothingSelectedTouch: 'Toca el plano para acercarte y elige asientos libres, o pide los mejores asientos.',
   bestTitle: 'Mejores asientos juntos',
   bestQty: 'Entradas',
   bestSection: 'Zona',
@@ -216,6 +219,7 @@ const en: Dict = {
   searchFallback: 'Search is unavailable; showing upcoming events.',
   clearFilters: 'Clear filters',
   kmAway: '{km} km away',
+  withArtists: 'With {names}',
   onSale: 'On sale',
   soldOut: 'Sold out',
   notYet: 'On sale soon',
@@ -260,8 +264,10 @@ const en: Dict = {
   gaAvailable: '{n} available',
   gaArea: 'Standing area',
   seatMapHelp: 'Use the arrow keys to move between seats and Enter or Space to pick.',
+  seatMapHelpTouch: 'Tap an area of the map to zoom in, then tap an available seat to pick it. − shows the whole venue again.',
   yourSelection: 'Your selection',
-  nothingSelected: 'Tap an available seat or ask for the best seats.',
+  nothingSelected: 'Click an available seat or ask for the best seats.',
+  nothingSelectedTouch: 'Tap the map to zoom in and pick available seats, or ask for the best seats.',
   bestTitle: 'Best seats together',
   bestQty: 'Tickets',
   bestSection: 'Section',
@@ -343,6 +349,22 @@ const en: Dict = {
 
 const dicts: Record<Lang, Dict> = { es, en }
 
+// The catalog's categories (its data is in Spanish) as shown in each language;
+// an unknown one is shown as it is.
+const categories: Record<string, Record<Lang, string>> = {
+  concierto: { es: 'Conciertos', en: 'Concerts' },
+  festival: { es: 'Festivales', en: 'Festivals' },
+  teatro: { es: 'Teatro', en: 'Theatre' },
+  comedia: { es: 'Comedia', en: 'Comedy' },
+  familia: { es: 'Familia', en: 'Family' },
+  deportes: { es: 'Deportes', en: 'Sports' },
+}
+/** The catalog categories the app knows, in the order its chips show them without facets. */
+export const CATEGORIES = Object.keys(categories)
+export function categoryLabel(c: string): string {
+  return categories[c.toLowerCase()]?.[lang] ?? c
+}
+
 function initial(): Lang {
   const saved = load<Lang>('tk.lang')
   if (saved === 'es' || saved === 'en') return saved
@@ -382,28 +404,36 @@ export interface Money {
   currency: string
 }
 
+// ISO 4217 minor-unit exponents that are not 2. The contract's amounts are in
+// ISO minor units: the browser's locale data is no guide (it formats COP,
+// whose ISO exponent is 2, without decimals, and would read cents as pesos).
+const exponents: Record<string, number> = {
+  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0,
+  UGX: 0, UYI: 0, VND: 0, VUV: 0, XAF: 0, XOF: 0, XPF: 0,
+  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
+  CLF: 4, UYW: 4,
+}
+export function minorUnits(currency: string): number {
+  return exponents[currency.toUpperCase()] ?? 2
+}
+
 const nfCache = new Map<string, Intl.NumberFormat>()
-function nf(currency: string) {
-  const k = locale() + currency
+function nf(currency: string, digits: number) {
+  const k = `${locale()} ${currency} ${digits}`
   let f = nfCache.get(k)
   if (!f) {
-    f = new Intl.NumberFormat(locale(), { style: 'currency', currency })
+    f = new Intl.NumberFormat(locale(), { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits })
     nfCache.set(k, f)
   }
   return f
 }
 
-/** Minor units -> "45,00 €" (currency exponent from Intl: CLP has none). */
+/** Minor units -> "45 €", "45,50 €", "120.000 COP" (whole amounts without decimals). */
 export function money(m: Money | null | undefined): string {
   if (!m) return ''
-  const f = nf(m.currency)
-  const digits = f.resolvedOptions().maximumFractionDigits ?? 2
-  const v = m.amount / 10 ** digits
-  let out = f.format(v)
-  if (Number.isInteger(v) && digits > 0) {
-    out = new Intl.NumberFormat(locale(), { style: 'currency', currency: m.currency, minimumFractionDigits: 0, maximumFractionDigits: 0 }).format(v)
-  }
-  return out
+  const exp = minorUnits(m.currency)
+  const v = m.amount / 10 ** exp
+  return nf(m.currency, Number.isInteger(v) ? 0 : exp).format(v)
 }
 
 export function dateLong(iso: string): string {
@@ -419,6 +449,10 @@ export function dayMonth(iso: string): { day: string; month: string; weekday: st
     month: d.toLocaleString(locale(), { month: 'short' }).replace('.', ''),
     weekday: d.toLocaleString(locale(), { weekday: 'short' }).replace('.', ''),
   }
+}
+/** "3 dic 2026, 10:00": a day with its year and time. */
+export function dateTime(iso: string): string {
+  return new Date(iso).toLocaleString(locale(), { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit' })
 }
 export function timeOnly(iso: string): string {
   return new Date(iso).toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit' })

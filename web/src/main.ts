@@ -88,7 +88,7 @@ function header() {
   replace(
     top,
     h('div', { class: 'bar' },
-      h('a', { href: '/', class: 'brand' }, icon('ticket', 'logo'), t('appName')),
+      h('a', { href: '/', class: 'brand', 'aria-label': t('appName') }, icon('ticket', 'logo'), h('span', { class: 'brand-name' }, t('appName'))),
       h('nav', { 'aria-label': 'main' },
         h('a', { href: '/', class: 'nav' }, t('search')),
         user ? h('a', { href: '/orders', class: 'nav', id: 'nav-orders' }, t('myOrders')) : null,

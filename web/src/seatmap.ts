@@ -1,8 +1,11 @@
 // The interactive SVG seat map: seats drawn at their venue x/y, sections as
 // their bounds, the stage at y = 0 (rows grow away from it, downwards here).
 // One tab stop (roving tabindex); arrows move by geometry; Enter/Space pick.
+// On a touch screen a seat's tap target is its whole cell (the nearest seat
+// within half the seat spacing), and a tap on a map drawn too small for that
+// (cells under MIN_TAP_PX) asks to zoom in there instead of picking.
 import { s } from './dom'
-import { t, money, type Money } from './i18n'
+import { locale, t, money, type Money } from './i18n'
 
 export type Status = 'AVAILABLE' | 'HELD' | 'SOLD'
 
@@ -33,9 +36,14 @@ export interface SectionInfo {
 
 export const PALETTE = ['#7c3aed', '#2563eb', '#db2777', '#0891b2', '#ea580c', '#4f46e5', '#9333ea', '#0284c7', '#c026d3']
 
+/** The smallest comfortable tap target, in CSS px (the platforms' guidelines). */
+export const MIN_TAP_PX = 44
+
 interface Opts {
   onToggle(seatId: string): void
   onGa(sectionId: string): void
+  /** A touch on a map drawn too small to pick a seat: zoom in around that point. */
+  onZoomAt?(clientX: number, clientY: number): void
 }
 
 export class SeatMapView {
@@ -43,7 +51,7 @@ export class SeatMapView {
   private nodes = new Map<string, SVGCircleElement>()
   private seats = new Map<string, SeatInfo>()
   private sections = new Map<string, SectionInfo>()
-  private gaText = new Map<string, SVGTextElement>()
+  private gaText = new Map<string, SVGTSpanElement>()
   private gaNode = new Map<string, SVGGElement>()
   status = new Map<string, { status: Status; version: number }>()
   ga = new Map<string, { available: number; version: number }>()
@@ -51,6 +59,9 @@ export class SeatMapView {
   mine = new Set<string>()
   conflict = new Set<string>()
   private focusId: string | null = null
+  /** The median distance between neighbouring seats, in venue units. */
+  readonly spacing: number
+  private vbWidth: number
 
   constructor(sections: SectionInfo[], private opts: Opts) {
     let minX = Infinity, minY = 0, maxX = -Infinity, maxY = -Infinity
@@ -65,6 +76,7 @@ export class SeatMapView {
     }
     if (!Number.isFinite(minX)) { minX = -100; maxX = 100; maxY = 100 }
     const spacing = estimateSpacing(sections)
+    this.spacing = spacing
     const r = Math.max(1.5, spacing * 0.38)
     const stageW = Math.max(60, (maxX - minX) * 0.42)
     const cx = minX <= 0 && maxX >= 0 ? 0 : (minX + maxX) / 2
@@ -74,6 +86,7 @@ export class SeatMapView {
     const labelW = Math.max(0, ...sections.map((x) => x.name.length)) * fsz * 0.62
     const side = pad + labelW + spacing * 2
     const vb = { x: minX - side, y: -stageH - spacing - pad, w: maxX - minX + 2 * side, h: maxY + stageH + spacing + 2 * pad + fsz * 2 }
+    this.vbWidth = vb.w
 
     this.el = s('svg', {
       class: 'seatmap',
@@ -84,7 +97,13 @@ export class SeatMapView {
       preserveAspectRatio: 'xMidYMin meet',
       onkeydown: (e: KeyboardEvent) => this.key(e),
       onclick: (e: MouseEvent) => {
-        const id = (e.target as Element).getAttribute?.('data-seat')
+        if ((e.target as Element).closest?.('.ga-area')) return
+        const touch = (e as PointerEvent).pointerType === 'touch'
+        if (touch && this.opts.onZoomAt && this.cellPx() < MIN_TAP_PX) {
+          this.opts.onZoomAt(e.clientX, e.clientY)
+          return
+        }
+        const id = (e.target as Element).getAttribute?.('data-seat') ?? (touch ? this.nearest(e.clientX, e.clientY) : null)
         if (id) { this.focus(id); this.opts.onToggle(id) }
       },
     })
@@ -105,15 +124,16 @@ export class SeatMapView {
       const b = sec.bounds
       const g = s('g', { class: `section ${sec.kind === 'GENERAL_ADMISSION' ? 'ga' : 'seated'}`, style: `--c:${sec.color}` })
       if (sec.kind === 'GENERAL_ADMISSION') {
-        const txt = s('text', { x: b.x + b.width / 2, y: b.y + b.height / 2 + fs * 0.9, 'text-anchor': 'middle', class: 'ga-count', 'font-size': fs })
+        // One text, two lines: its visible text reads "Pista 40 disponibles", the start of its accessible name.
+        const txt = s('tspan', { x: b.x + b.width / 2, y: b.y + b.height / 2 + fs * 0.9, class: 'ga-count', 'font-size': fs })
         const ga = s('g', {
           class: 'ga-area', tabindex: 0, role: 'button', 'data-ga': sec.id,
           onclick: () => this.opts.onGa(sec.id),
           onkeydown: (e: KeyboardEvent) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); this.opts.onGa(sec.id) } },
         },
           s('rect', { x: b.x, y: b.y, width: b.width, height: b.height, rx: spacing * 0.8 }),
-          s('text', { x: b.x + b.width / 2, y: b.y + b.height / 2 - fs * 0.3, 'text-anchor': 'middle', class: 'ga-name', 'font-size': fs * 1.2 }, sec.name),
-          txt,
+          s('text', { 'text-anchor': 'middle' },
+            s('tspan', { x: b.x + b.width / 2, y: b.y + b.height / 2 - fs * 0.3, class: 'ga-name', 'font-size': fs * 1.2 }, sec.name), ' ', txt),
         )
         this.gaText.set(sec.id, txt)
         this.gaNode.set(sec.id, ga)
@@ -160,6 +180,12 @@ export class SeatMapView {
     return t('seatLabelSection', { section: sec?.name ?? '', row: seat.row, n: seat.number, status, price: money(sec?.price) })
   }
 
+  /** A GA area's accessible name: its visible text ("Pista 40 disponibles"), then the price. */
+  private gaLabel(id: string, n: number): string {
+    const sec = this.sections.get(id)
+    return `${sec?.name} ${t('gaAvailable', { n: n.toLocaleString(locale()) })}, ${money(sec?.price)}`
+  }
+
   /** Redraw one seat's classes and label from the state maps. */
   paint(id: string) {
     const c = this.nodes.get(id)
@@ -181,8 +207,8 @@ export class SeatMapView {
     for (const id of this.nodes.keys()) this.paint(id)
     for (const [id, txt] of this.gaText) {
       const n = this.ga.get(id)?.available ?? this.sections.get(id)?.capacity ?? 0
-      txt.textContent = t('gaAvailable', { n: n.toLocaleString() })
-      this.gaNode.get(id)?.setAttribute('aria-label', `${this.sections.get(id)?.name}: ${t('gaAvailable', { n })}, ${money(this.sections.get(id)?.price)}`)
+      txt.textContent = t('gaAvailable', { n: n.toLocaleString(locale()) })
+      this.gaNode.get(id)?.setAttribute('aria-label', this.gaLabel(id, n))
       this.gaNode.get(id)?.classList.toggle('soldout', n <= 0)
     }
     if (!this.focusId || !this.nodes.has(this.focusId)) {
@@ -204,7 +230,8 @@ export class SeatMapView {
     if (cur && cur.version >= version) return false
     this.ga.set(sectionId, { available, version })
     const txt = this.gaText.get(sectionId)
-    if (txt) txt.textContent = t('gaAvailable', { n: available.toLocaleString() })
+    if (txt) txt.textContent = t('gaAvailable', { n: available.toLocaleString(locale()) })
+    this.gaNode.get(sectionId)?.setAttribute('aria-label', this.gaLabel(sectionId, available))
     this.gaNode.get(sectionId)?.classList.toggle('soldout', available <= 0)
     return true
   }
@@ -213,6 +240,26 @@ export class SeatMapView {
     const cur = this.status.get(id)
     this.status.set(id, { status, version: cur?.version ?? 0 })
     this.paint(id)
+  }
+
+  /** The seat spacing as drawn now, in CSS px: the size of a seat's tap target. */
+  cellPx(): number {
+    const w = this.el.getBoundingClientRect().width
+    return w > 0 ? (this.spacing * w) / this.vbWidth : 0
+  }
+
+  /** The seat whose cell holds the point (within half a spacing of it), if any. */
+  nearest(clientX: number, clientY: number): string | null {
+    const m = this.el.getScreenCTM()
+    if (!m) return null
+    const p = new DOMPoint(clientX, clientY).matrixTransform(m.inverse())
+    let best: string | null = null
+    let bestD = this.spacing * 0.6
+    for (const [id, seat] of this.seats) {
+      const d = Math.hypot(seat.x - p.x, seat.y - p.y)
+      if (d < bestD) { bestD = d; best = id }
+    }
+    return best
   }
 
   seat(id: string) {

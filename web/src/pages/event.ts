@@ -2,9 +2,9 @@ import { ApiError, errorText, gql, serverNow, HOLD_FIELDS, MONEY, ORDER_FIELDS, 
 import * as auth from '../auth'
 import { h, replace, toast, uuid } from '../dom'
 import { icon } from '../icons'
-import { dateLong, locale, money, t, timeOnly, type Money } from '../i18n'
+import { categoryLabel, dateLong, dateTime, money, t, timeOnly, type Money } from '../i18n'
 import { navigate, type Page } from '../router'
-import { PALETTE, SeatMapView, type SectionInfo, type Status } from '../seatmap'
+import { MIN_TAP_PX, PALETTE, SeatMapView, type SectionInfo, type Status } from '../seatmap'
 import { load, save } from '../store'
 import { ws, type WsStatus } from '../ws'
 
@@ -71,6 +71,11 @@ export function admissionFor(eventId: string): Admission | null {
   return a
 }
 
+/** A touch screen as the main pointer (a phone, a tablet): touch wording, tap-to-zoom. */
+function touchScreen() {
+  return matchMedia('(pointer: coarse)').matches
+}
+
 function seatText(row: string, n: number) {
   return t('seatShort', { row, n })
 }
@@ -113,9 +118,12 @@ export const eventPage: Page = (root, [eventId]) => {
     if (hold && (hold.owner !== auth.userId() || Date.parse(hold.expiresAt) <= serverNow())) hold = null
     let cursor: string = ev.seatMap.cursor
     let busy = false
+    // The seats of our own hold request while it is in flight: the live map
+    // may report them HELD (by us) before the mutation answers.
+    let requested = new Set<string>()
     const onSale = ev.saleStatus === 'ON_SALE'
 
-    const view = new SeatMapView(sections, { onToggle: toggle, onGa: (id) => document.getElementById(`ga-${id}`)?.focus() })
+    const view = new SeatMapView(sections, { onToggle: toggle, onGa: (id) => document.getElementById(`ga-${id}`)?.focus(), onZoomAt: zoomAt })
     const selected = view.selected // the seats picked but not held yet
     for (const st of ev.seatMap.seats) view.apply(st.seatId, st.status, st.version)
     for (const g of ev.seatMap.generalAdmission) view.applyGa(g.sectionId, g.available, g.version)
@@ -140,12 +148,7 @@ export const eventPage: Page = (root, [eventId]) => {
         for (const g of u.snapshot.generalAdmission) view.applyGa(g.sectionId, g.available, g.version)
       }
       for (const st of u.seats ?? []) {
-        if (view.apply(st.seatId, st.status, st.version) && st.status !== 'AVAILABLE' && selected.has(st.seatId)) {
-          selected.delete(st.seatId) // someone took a seat we had only selected
-          view.paint(st.seatId)
-          toast(t('seatTaken', { seats: describe([st.seatId]) }))
-          renderPanel()
-        }
+        if (view.apply(st.seatId, st.status, st.version) && st.status !== 'AVAILABLE' && !requested.has(st.seatId)) dropTaken([st.seatId])
       }
       for (const g of u.generalAdmission ?? []) view.applyGa(g.sectionId, g.available, g.version)
       if (u.cursor) cursor = u.cursor
@@ -206,6 +209,14 @@ export const eventPage: Page = (root, [eventId]) => {
       view.paint(id)
       renderPanel()
     }
+    /** Someone else took seats we had only selected: drop them and say so. */
+    function dropTaken(ids: string[]) {
+      const taken = ids.filter((id) => selected.has(id) && !view.isAvailable(id))
+      if (!taken.length) return
+      for (const id of taken) { selected.delete(id); view.paint(id) }
+      toast(t('seatTaken', { seats: describe(taken) }))
+      renderPanel()
+    }
     function describe(ids: string[]) {
       return ids.map((id) => { const s = view.seat(id); return s ? `${view.section(s.sectionId)?.name}, ${seatText(s.row, s.number)}` : id }).join(', ')
     }
@@ -218,15 +229,27 @@ export const eventPage: Page = (root, [eventId]) => {
       msg.hidden = !text
     }
     const panel = h('aside', { class: 'panel', id: 'panel', 'aria-label': t('yourSelection') })
-    const svgWrap = h('div', { class: 'map-scroll' }, view.el)
+    const svgWrap = h('div', { class: 'map-scroll', id: 'map-scroll' }, view.el)
     let zoom = 1
-    const setZoom = (z: number) => {
-      const before = svgWrap.scrollLeft + svgWrap.clientWidth / 2
-      const ratio = Math.max(1, Math.min(4, z)) / zoom
+    /** Zoom to z (1 = the whole venue), keeping the point (x, y) of the map's box where it is (default: its centre). */
+    function setZoom(z: number, x = svgWrap.clientWidth / 2, y = svgWrap.clientHeight / 2) {
+      // Far enough in for a seat to be a comfortable tap target, however big the venue.
+      const most = Math.max(4, (1.5 * MIN_TAP_PX * zoom) / Math.max(0.01, view.cellPx()))
+      const ratio = Math.max(1, Math.min(most, z)) / zoom
+      const px = svgWrap.scrollLeft + x, py = svgWrap.scrollTop + y
       zoom *= ratio
       view.el.style.width = `${zoom * 100}%`
-      svgWrap.scrollLeft = before * ratio - svgWrap.clientWidth / 2
+      svgWrap.scrollLeft = px * ratio - x
+      svgWrap.scrollTop = py * ratio - y
+      svgWrap.dataset.zoom = zoom.toFixed(2)
+      zoomOutBtn.disabled = zoom <= 1
     }
+    /** A tap on a map drawn too small to pick from: zoom in there until a seat's cell is MIN_TAP_PX. */
+    function zoomAt(clientX: number, clientY: number) {
+      const r = svgWrap.getBoundingClientRect()
+      setZoom((zoom * MIN_TAP_PX * 1.1) / Math.max(0.01, view.cellPx()), clientX - r.left, clientY - r.top)
+    }
+    const zoomOutBtn = h('button', { class: 'btn ghost small', id: 'zoom-out', 'aria-label': t('zoomOut'), disabled: true, onclick: () => setZoom(zoom / 1.5) }, '−')
     const adm = admissionFor(ev.id)
     const queueBanner = sc.queueRequired
       ? adm
@@ -240,7 +263,7 @@ export const eventPage: Page = (root, [eventId]) => {
       h('section', { class: 'page event' },
         h('a', { href: '/', class: 'back' }, '← ', t('back')),
         h('header', { class: 'event-head' },
-          h('div', { class: 'chips' }, h('span', { class: 'chip' }, ev.category), saleBadge, sc.queueRequired ? h('span', { class: 'chip warn' }, t('queueEvent')) : null),
+          h('div', { class: 'chips' }, h('span', { class: 'chip' }, categoryLabel(ev.category)), saleBadge, sc.queueRequired ? h('span', { class: 'chip warn' }, t('queueEvent')) : null),
           h('h1', { id: 'event-name' }, ev.name),
           h('p', { class: 'when' }, icon('calendar'), dateLong(ev.startsAt)),
           h('p', { class: 'where' }, icon('pin'), h('strong', null, ev.venue.name), ` · ${ev.venue.address}, ${ev.venue.city}`),
@@ -255,8 +278,9 @@ export const eventPage: Page = (root, [eventId]) => {
               h('h2', null, t('seatMap')),
               liveDot,
               h('div', { class: 'grow' }),
-              h('button', { class: 'btn ghost small', 'aria-label': t('zoomOut'), onclick: () => setZoom(zoom / 1.5) }, '−'),
-              h('button', { class: 'btn ghost small', 'aria-label': t('zoomIn'), onclick: () => setZoom(zoom * 1.5) }, '+'),
+              h('div', { class: 'zoom' },
+                zoomOutBtn,
+                h('button', { class: 'btn ghost small', id: 'zoom-in', 'aria-label': t('zoomIn'), onclick: () => setZoom(zoom * 1.5) }, '+')),
             ),
             svgWrap,
             h('ul', { class: 'legend', 'aria-label': 'legend' },
@@ -265,7 +289,7 @@ export const eventPage: Page = (root, [eventId]) => {
               h('li', null, h('i', { class: 'sw held' }), t('legendHeld')),
               h('li', null, h('i', { class: 'sw sold' }), t('legendSold')),
             ),
-            h('p', { class: 'muted small', id: 'seatmap-help' }, t('seatMapHelp')),
+            h('p', { class: 'muted small', id: 'seatmap-help' }, touchScreen() ? t('seatMapHelpTouch') : t('seatMapHelp')),
             h('ul', { class: 'price-list' }, ...ranked.map((sct: any) => h('li', null, h('i', { class: 'sw', style: `background:${colorOf.get(sct.id)}` }), h('span', null, sct.name), h('strong', null, money(priceOf.get(sct.id)))))),
           ),
           panel,
@@ -282,8 +306,6 @@ export const eventPage: Page = (root, [eventId]) => {
       ),
     )
     document.title = `${ev.name} · ${t('appName')}`
-    // On a phone the whole venue is too small to tap: start zoomed in on the middle.
-    if (seatedSections.length && svgWrap.clientWidth > 0 && svgWrap.clientWidth < 560) setZoom(Math.min(2.2, 620 / svgWrap.clientWidth))
 
     // ---- panel: selection or hold
     let tick = 0
@@ -323,12 +345,14 @@ export const eventPage: Page = (root, [eventId]) => {
       replace(
         panel,
         h('h2', null, t('yourSelection')),
-        items.length ? h('ul', { class: 'sel-list', id: 'selection' }, ...items) : h('p', { class: 'muted' }, onSale ? t('nothingSelected') : saleText(ev.saleStatus, sc.saleStartsAt)),
-        items.length ? h('p', { class: 'total' }, h('span', null, t('total')), h('strong', { id: 'sel-total' }, money({ amount: total, currency }))) : null,
-        h('button', {
-          class: 'btn primary block', id: 'hold-btn', disabled: disabled || n === 0,
-          onclick: () => doHold({ seatIds: [...selected], generalAdmission: [...gaQty].filter(([, q]) => q > 0).map(([sectionId, quantity]) => ({ sectionId, quantity })) }),
-        }, busy ? t('holding') : n === 0 ? t('pickSeats') : n === 1 ? t('holdSeats1') : t('holdSeats', { n })),
+        items.length ? h('ul', { class: 'sel-list', id: 'selection' }, ...items) : h('p', { class: 'muted' }, onSale ? (touchScreen() ? t('nothingSelectedTouch') : t('nothingSelected')) : saleText(ev.saleStatus, sc.saleStartsAt)),
+        // The total and the hold button: a bar fixed at the bottom of a phone's screen.
+        h('div', { class: 'actions', id: 'action-bar' },
+          items.length ? h('p', { class: 'total' }, h('span', null, t('total')), h('strong', { id: 'sel-total' }, money({ amount: total, currency }))) : null,
+          h('button', {
+            class: 'btn primary block', id: 'hold-btn', disabled: disabled || n === 0,
+            onclick: () => doHold({ seatIds: [...selected], generalAdmission: [...gaQty].filter(([, q]) => q > 0).map(([sectionId, quantity]) => ({ sectionId, quantity })) }),
+          }, busy ? t('holding') : n === 0 ? t('pickSeats') : n === 1 ? t('holdSeats1') : t('holdSeats', { n }))),
         seatedSections.length
           ? h('div', { class: 'best' },
               h('h3', null, t('bestTitle')),
@@ -380,15 +404,18 @@ export const eventPage: Page = (root, [eventId]) => {
         panel,
         h('div', { class: 'hold', id: 'hold-panel', 'data-hold-id': hd.id },
           h('h2', null, icon('ticket'), t('holdTitle')),
-          h('p', { class: 'muted' }, t('holdExpiresIn')),
-          clock,
-          h('div', { class: 'bar-track', 'aria-hidden': 'true' }, bar),
           h('ul', { class: 'sel-list' }, ...hd.items.map((it) => h('li', null,
             h('i', { class: 'sw', style: `background:${colorOf.get(it.section.id) ?? '#16a34a'}` }),
             h('span', null, it.seat ? `${it.section.name} · ${seatText(it.seat.row, it.seat.number)}` : `${it.section.name} · ${t('generalAdmission')}`),
             h('strong', null, money(it.price))))),
           h('p', { class: 'total' }, h('span', null, t('total')), h('strong', null, money(hd.total))),
-          h('button', { class: 'btn primary block', id: 'checkout-btn', disabled: busy, onclick: () => checkout(hd) }, busy ? t('goingToPay') : t('checkout', { total: money(hd.total) })),
+          // The countdown and the pay button: a bar fixed at the bottom of a phone's screen.
+          h('div', { class: 'actions', id: 'action-bar' },
+            h('div', { class: 'clock-box' },
+              h('p', { class: 'muted' }, t('holdExpiresIn')),
+              clock,
+              h('div', { class: 'bar-track', 'aria-hidden': 'true' }, bar)),
+            h('button', { class: 'btn primary block', id: 'checkout-btn', disabled: busy, onclick: () => checkout(hd) }, busy ? t('goingToPay') : t('checkout', { total: money(hd.total) }))),
           h('button', { class: 'btn ghost block', id: 'cancel-hold', disabled: busy, onclick: () => cancel(hd) }, t('cancelHold')),
         ),
       )
@@ -428,6 +455,7 @@ export const eventPage: Page = (root, [eventId]) => {
         return
       }
       busy = true
+      requested = new Set((input.seatIds as string[] | undefined) ?? [])
       renderPanel()
       const key = uuid()
       const vars = { input: { ...input, eventId: ev.id, idempotencyKey: key, admissionToken: admission?.token } }
@@ -440,12 +468,15 @@ export const eventPage: Page = (root, [eventId]) => {
           else throw e
         }
         busy = false
+        requested = new Set()
         for (const id of selected) { selected.delete(id); view.paint(id) }
         gaQty.clear()
         view.flashConflict([])
         setHold(d.createHold)
       } catch (e) {
         busy = false
+        const mayBeTaken = [...requested]
+        requested = new Set()
         const err = e as ApiError
         if (err.code === 'SEAT_UNAVAILABLE') {
           const ids: string[] = err.ext?.unavailableSeatIds ?? []
@@ -461,6 +492,8 @@ export const eventPage: Page = (root, [eventId]) => {
         } else if (err.code === 'UNAUTHENTICATED') {
           showMsg(t('sessionExpired'))
         } else showMsg(errorText(err))
+        // Seats the live map reported taken while the request was in flight.
+        if (err.code !== 'SEAT_UNAVAILABLE') dropTaken(mayBeTaken)
         renderPanel()
       }
     }
@@ -536,7 +569,7 @@ export function saleText(status: string, saleStartsAt?: string) {
   switch (status) {
     case 'ON_SALE': return t('onSale')
     case 'SOLD_OUT': return t('soldOut')
-    case 'NOT_ON_SALE_YET': return saleStartsAt ? t('saleOpens', { date: new Date(saleStartsAt).toLocaleDateString(locale(), { day: 'numeric', month: 'short' }) }) : t('notYet')
+    case 'NOT_ON_SALE_YET': return saleStartsAt ? t('saleOpens', { date: dateTime(saleStartsAt) }) : t('notYet')
     case 'ENDED': return t('ended')
     default: return status
   }

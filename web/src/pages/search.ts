@@ -1,7 +1,7 @@
 import { errorText, gql, EVENT_CARD } from '../api'
 import { h, replace } from '../dom'
 import { icon } from '../icons'
-import { dayMonth, locale, money, t, timeOnly } from '../i18n'
+import { CATEGORIES, categoryLabel, dayMonth, locale, money, t, timeOnly } from '../i18n'
 import { type Page } from '../router'
 import { saleText } from './event'
 
@@ -13,6 +13,19 @@ const SEARCH = `query Search($filter: EventSearchInput, $after: String) {
     facets { categories { value count } cities { value count } }
   }
 }`
+// With a city or a category chosen, the facets of the results name only that
+// city or category: the other choices come from the same search without
+// those two filters (one request, two root fields).
+const SEARCH_WITH_CHOICES = `query Search($filter: EventSearchInput, $after: String, $choices: EventSearchInput) {
+  searchEvents(filter: $filter, first: 12, after: $after) {
+    totalCount
+    edges { cursor distanceKm node { ${EVENT_CARD} } }
+    pageInfo { hasNextPage endCursor }
+  }
+  choices: searchEvents(filter: $choices, first: 1) {
+    facets { categories { value count } cities { value count } }
+  }
+}`
 const LISTING = `query Listing($after: String, $category: String, $city: String) {
   events(first: 12, after: $after, category: $category, city: $city) {
     totalCount
@@ -21,7 +34,6 @@ const LISTING = `query Listing($after: String, $category: String, $city: String)
   }
 }`
 
-const CATEGORIES = ['concierto', 'festival', 'teatro', 'comedia', 'familia', 'deporte']
 
 interface State {
   q: string
@@ -95,10 +107,11 @@ export const searchPage: Page = (root, _params, query) => {
     replace(city, h('option', { value: '' }, t('anyCity')), ...cityValues.map((c) => h('option', { value: c, selected: c === st.city }, c)))
     replace(near, icon('locate'), st.near ? `${t('nearMeOn', { km: 50 })} ✕` : t('nearMe'))
     near.setAttribute('aria-pressed', String(!!st.near))
-    const catValues = facets?.categories.length ? facets.categories.map((c) => c.value) : CATEGORIES
+    const catValues = facets?.categories.length ? facets.categories.map((c) => c.value) : [...CATEGORIES]
+    if (st.cat && !catValues.includes(st.cat)) catValues.unshift(st.cat)
     replace(cats,
       h('button', { type: 'button', class: `chip-btn${st.cat ? '' : ' on'}`, 'aria-pressed': String(!st.cat), onclick: () => { st.cat = ''; run() } }, t('allCategories')),
-      ...catValues.map((c) => h('button', { type: 'button', class: `chip-btn${st.cat === c ? ' on' : ''}`, 'aria-pressed': String(st.cat === c), onclick: () => { st.cat = st.cat === c ? '' : c; run() } }, c)))
+      ...catValues.map((c) => h('button', { type: 'button', class: `chip-btn${st.cat === c ? ' on' : ''}`, 'aria-pressed': String(st.cat === c), 'data-category': c, onclick: () => { st.cat = st.cat === c ? '' : c; run() } }, categoryLabel(c))))
   }
 
   function syncUrl() {
@@ -126,7 +139,13 @@ export const searchPage: Page = (root, _params, query) => {
     let conn: any
     let fallback = false
     try {
-      conn = (await gql<{ searchEvents: any }>(SEARCH, { filter, after }, { anonymousOk: true })).searchEvents
+      if (!after && (st.city || st.cat)) {
+        const choices = { ...filter, city: undefined, categories: undefined }
+        const d = await gql<{ searchEvents: any; choices: any }>(SEARCH_WITH_CHOICES, { filter, after, choices }, { anonymousOk: true })
+        conn = { ...d.searchEvents, facets: d.choices.facets }
+      } else {
+        conn = (await gql<{ searchEvents: any }>(SEARCH, { filter, after }, { anonymousOk: true })).searchEvents
+      }
     } catch (e) {
       // Search projection unavailable: the catalog listing (no text/date/geo filters).
       try {
@@ -166,9 +185,10 @@ function card(ev: any, distanceKm?: number | null): HTMLElement {
   return h('a', { class: 'event-card', href: `/events/${ev.id}`, 'data-event': ev.id },
     h('div', { class: 'date-badge', 'aria-hidden': 'true' }, h('span', { class: 'wd' }, d.weekday), h('strong', null, d.day), h('span', null, d.month)),
     h('div', { class: 'body' },
-      h('div', { class: 'chips' }, h('span', { class: 'chip' }, ev.category), ev.saleConditions?.queueRequired ? h('span', { class: 'chip warn', title: t('queueEvent') }, icon('clock')) : null),
-      h('h3', null, ev.name),
-      h('p', { class: 'muted small' }, `${new Date(ev.startsAt).toLocaleDateString(locale(), { day: 'numeric', month: 'long' })} · ${timeOnly(ev.startsAt)} · ${ev.venue.name}, ${ev.venue.city}`, distanceKm != null ? ` · ${t('kmAway', { km: Math.round(distanceKm) })}` : ''),
+      h('div', { class: 'chips' }, h('span', { class: 'chip' }, categoryLabel(ev.category)), ev.saleConditions?.queueRequired ? h('span', { class: 'chip warn', title: t('queueEvent') }, icon('clock')) : null),
+      h('h2', { class: 'card-title' }, ev.name),
+      ev.artists?.length ? h('p', { class: 'card-artists small' }, icon('mic'), t('withArtists', { names: ev.artists.map((a: any) => a.name).join(', ') })) : null,
+      h('p', { class: 'muted small' }, `${new Date(ev.startsAt).toLocaleDateString(locale(), { day: 'numeric', month: 'long', year: 'numeric' })} · ${timeOnly(ev.startsAt)} · ${ev.venue.name}, ${ev.venue.city}`, distanceKm != null ? ` · ${t('kmAway', { km: Math.round(distanceKm) })}` : ''),
       h('div', { class: 'card-foot' },
         h('strong', { class: 'price' }, price),
         h('span', { class: `avail sale-${ev.saleStatus}${few ? ' few' : ''}` }, avail)),
