@@ -17,16 +17,17 @@ var checkoutPage = template.Must(template.New("checkout").Parse(`<!doctype html>
 <title>Pago / Checkout · paysim</title>
 <link rel="icon" href="data:,">
 <style>
-body{margin:0;min-height:100vh;display:grid;place-items:center;background:#f3f4f6;font:16px/1.5 system-ui,sans-serif;color:#111827}
-main{background:#fff;border-radius:12px;box-shadow:0 4px 24px #0001;padding:2rem;width:min(24rem,90vw)}
-.brand{margin:0;color:#6b7280;font-size:.85rem;letter-spacing:.05em;text-transform:uppercase}
-h1{margin:.5rem 0;font-size:2.2rem}
-.ref{color:#374151;word-break:break-all}
-form{display:flex;gap:.75rem;margin-top:1.5rem}
-button{flex:1;padding:.8rem;border:0;border-radius:8px;font-size:1rem;cursor:pointer}
-.pay{background:#16a34a;color:#fff}.decline{background:#e5e7eb;color:#111827}
+*{box-sizing:border-box}
+body{margin:0;min-height:100vh;display:grid;place-items:center;background:#f3f4f6;font:16px/1.5 system-ui,sans-serif;color:#111827;padding:1rem}
+main{background:#fff;border-radius:12px;box-shadow:0 4px 24px #0001;padding:clamp(1rem,5vw,2rem);width:100%;max-width:24rem;min-width:0}
+.brand{margin:0;color:#4b5563;font-size:.85rem;letter-spacing:.05em;text-transform:uppercase}
+h1{margin:.5rem 0;font-size:clamp(1.6rem,8vw,2.2rem);overflow-wrap:anywhere}
+.ref{color:#374151;overflow-wrap:anywhere}
+form{display:flex;flex-wrap:wrap;gap:.75rem;margin-top:1.5rem}
+button{flex:1 1 8rem;padding:.8rem;border:0;border-radius:8px;font-size:1rem;cursor:pointer;min-height:3rem}
+.pay{background:#15803d;color:#fff}.decline{background:#e5e7eb;color:#111827}
 .status{margin-top:1.5rem;padding:.8rem;border-radius:8px;background:#f3f4f6}
-.note{margin-top:1.5rem;color:#9ca3af;font-size:.8rem}
+.note{margin-top:1.5rem;color:#4b5563;font-size:.8rem}
 </style>
 </head>
 <body>
