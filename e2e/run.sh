@@ -3,7 +3,9 @@
 # bin/ticketing, creates a fresh database, starts the sandbox payment
 # provider and the API (HS256 development secret, development sign-in on) on
 # free ports, then runs the scenarios of e2e/tests with node:test driving
-# Debian's Chromium through playwright-core. Screenshots go to e2e/artifacts/.
+# Debian's Chromium through playwright-core (axe-core checks each page's
+# accessibility). Screenshots go to e2e/artifacts/ (phone-*.png: the phone
+# run, playground-*.png: the Playground).
 # Stops everything it started and exits non-zero on failure.
 #
 #   e2e/run.sh                 # everything
@@ -24,12 +26,14 @@ if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
 fi
 
 if [ -f web/package.json ]; then
-	if [ ! -f web/dist/index.html ] || [ -n "$(find web/src web/index.html web/public web/package.json web/vite.config.ts -newer web/dist/index.html 2>/dev/null | head -n1)" ]; then
+	if [ ! -f web/dist/index.html ] || [ ! -f web/playground/dist/index.html ] ||
+		[ -n "$(find web/src web/index.html web/public web/package.json web/vite.config.ts web/vite.playground.config.ts \
+			web/playground/index.html web/playground/main.ts web/playground/playground.css -newer web/dist/index.html 2>/dev/null | head -n1)" ]; then
 		log "building the web app"
 		(cd web && { [ -d node_modules ] || npm install --no-audit --no-fund --loglevel=error; } && npm run --silent build)
 	fi
 fi
-(cd e2e && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error; })
+(cd e2e && { { [ -d node_modules/playwright-core ] && [ -d node_modules/axe-core ]; } || npm ci --no-audit --no-fund --loglevel=error; })
 
 log "building bin/ticketing"
 mkdir -p bin

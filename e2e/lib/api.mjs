@@ -23,7 +23,7 @@ export async function devToken(name) {
   return (await res.json()).token
 }
 
-/** A small deterministic catalog: one venue (GA floor + two seated sections), two events. */
+/** A small deterministic catalog: one venue (GA floor + two seated sections), one artist, two events. */
 export async function seedCatalog() {
   const suffix = Date.now().toString(36)
   const { createVenue: venue } = await gql(`mutation($in: CreateVenueInput!) { createVenue(input: $in) { id sections { id name kind } } }`, {
@@ -40,7 +40,8 @@ export async function seedCatalog() {
       ],
     },
   })
-  const { createArtist: artist } = await gql(`mutation { createArtist(input: {name: "Los Navegadores", bio: "Banda de prueba", genres: ["pop"]}) { id } }`)
+  // Artist names are unique: each run (and each test file) gets its own.
+  const { createArtist: artist } = await gql(`mutation($name: String!) { createArtist(input: {name: $name, bio: "Banda de prueba", genres: ["pop"]}) { id } }`, { name: `Los Navegadores ${suffix}` })
   const price = (name, amount) => ({ sectionId: venue.sections.find((s) => s.name === name).id, amount, currency: 'EUR' })
   const prices = [price('Pista', 3000), price('Platea', 4500), price('Anfiteatro', 2500)]
   const now = Date.now()

@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { launch } from '../lib/browser.mjs'
 import { BASE, devToken, gql, seedCatalog } from '../lib/api.mjs'
+import { assertAccessible, assertNoHorizontalOverflow, recordToasts } from '../lib/checks.mjs'
 
 const ART = process.env.E2E_ARTIFACTS ?? new URL('../artifacts', import.meta.url).pathname
 mkdirSync(ART, { recursive: true })
@@ -19,6 +20,13 @@ const B_WS = { block: false, queued: [], sockets: 0 }
 
 async function shot(page, name) {
   await page.screenshot({ path: join(ART, `${name}.png`), fullPage: true })
+}
+
+/** A page of the purchase path: photographed, no sideways scroll, no serious accessibility violation. */
+async function checkPage(page, name) {
+  await shot(page, name)
+  await assertNoHorizontalOverflow(page, name)
+  await assertAccessible(page, name)
 }
 
 async function user(name, { locale = 'es-ES', viewport = { width: 1280, height: 900 }, routeWs } = {}) {
@@ -78,7 +86,7 @@ describe('fans in a real browser', () => {
     assert.match(text, /Sala Prueba/)
     assert.match(text, /25\s*€\s*–\s*45\s*€/)
     assert.match(text, /quedan \d+/)
-    await shot(page, '01-search-results')
+    await checkPage(page, '01-search-results')
   })
 
   test('both fans open the event; the seat map is drawn and live', async () => {
@@ -89,13 +97,15 @@ describe('fans in a real browser', () => {
     assert.ok(seatIds.c6)
     assert.equal(await c6.getAttribute('data-status'), 'AVAILABLE')
     assert.match(await c6.getAttribute('aria-label'), /^Platea: fila C, asiento 6, disponible, 45\s*€$/)
-    await shot(A.page, '02-event-page-A')
+    await checkPage(A.page, '02-event-page-A')
   })
 
   test("A holds a seat and B's map shows it held within 2 s", async () => {
     await seat(A.page, 'Platea', 'C', 6).click()
     await A.page.locator('#selection').waitFor()
     await shot(A.page, '03-A-selected-seat')
+    const toasts = await recordToasts(A.page)
+    const cursor = await A.page.evaluate(() => window.__seatmapCursor ?? '0-0')
     await A.page.click('#hold-btn')
     await A.page.locator('#hold-panel').waitFor()
     const t0 = Date.now()
@@ -103,10 +113,13 @@ describe('fans in a real browser', () => {
     const ms = Date.now() - t0
     console.log(`B saw the hold ${ms} ms after A's hold panel appeared`)
     assert.ok(ms < 2000)
+    // A's own map has had the frame of this hold too: its own seat is no reason for a warning.
+    await A.page.waitForFunction((c) => (window.__seatmapCursor ?? '0-0') !== c, cursor, { timeout: 5000 })
+    assert.deepEqual((await toasts()).filter((x) => /adelantado/.test(x)), [], 'no "someone got there first" toast after our own hold')
     // The countdown comes from the server's expiresAt.
     const clock = await A.page.locator('#countdown').innerText()
     assert.match(clock, /^(9|10):\d\d$/)
-    await shot(A.page, '04-A-hold-countdown')
+    await checkPage(A.page, '04-A-hold-countdown')
     await shot(B.page, '05-B-sees-seat-held')
   })
 
@@ -156,7 +169,7 @@ describe('fans in a real browser', () => {
     await B.page.evaluate(() => { window.__noReload = true; window.__ticketing.ws.drop() })
     await page.click('#checkout-btn')
     await page.waitForURL(/\/checkout\//, { timeout: 15000 })
-    await shot(page, '07-A-sandbox-checkout')
+    await checkPage(page, '07-A-sandbox-checkout')
     // Mid-checkout: back to the shop, reload: the order is still there.
     await page.goBack()
     await page.waitForURL(/\/orders\//)
@@ -165,7 +178,7 @@ describe('fans in a real browser', () => {
     await page.reload()
     await page.locator('#order-status[data-status="AWAITING_PAYMENT"]').waitFor()
     await page.locator('#pay-link').waitFor()
-    await shot(page, '08-A-order-after-reload')
+    await checkPage(page, '08-A-order-after-reload')
     await page.click('#pay-link')
     await page.waitForURL(/\/checkout\//)
     await page.click('button[value="succeed"]')
@@ -173,7 +186,7 @@ describe('fans in a real browser', () => {
     await page.locator('#order-status[data-status="CONFIRMED"]').waitFor({ timeout: 20000 })
     await page.locator('.ticket .qr svg').first().waitFor()
     assert.equal(await page.locator('.ticket').count(), 1)
-    await shot(page, '09-A-order-confirmed-qr')
+    await checkPage(page, '09-A-order-confirmed-qr')
     // B's map shows the seat sold.
     await B.page.locator(`[data-seat="${seatIds.c6}"][data-status="SOLD"]`).waitFor({ timeout: 5000 })
     assert.ok(B_WS.sockets > socketsBefore, 'B reconnected')
@@ -186,7 +199,7 @@ describe('fans in a real browser', () => {
     await A.page.click('#nav-orders')
     await A.page.locator(`a.order-row[href="/orders/${orderId}"]`).waitFor()
     assert.match(await A.page.locator(`a.order-row[href="/orders/${orderId}"]`).innerText(), /Confirmado/)
-    await shot(A.page, '11-A-my-orders')
+    await checkPage(A.page, '11-A-my-orders')
   })
 
   test('"best seats together" holds adjacent seats', async () => {
@@ -218,7 +231,7 @@ describe('fans in a real browser', () => {
     await page.waitForURL(new RegExp(`/queue/${cat.queued.id}`))
     const pos = page.locator('#queue-position')
     await pos.waitFor({ timeout: 10000 })
-    await shot(page, '14-B-waiting-room')
+    await checkPage(page, '14-B-waiting-room')
     // Admitted: the page moves to the seat map by itself.
     await page.waitForURL(new RegExp(`/events/${cat.queued.id}$`), { timeout: 60000 })
     await page.locator('#admitted-banner').waitFor()
@@ -236,7 +249,7 @@ describe('fans in a real browser', () => {
     await page.waitForURL(/\/orders\//)
     await page.locator('#order-status[data-status="PAYMENT_FAILED"]').waitFor({ timeout: 20000 })
     await page.locator('#retry-pay').waitFor()
-    await shot(page, '16-B-payment-failed')
+    await checkPage(page, '16-B-payment-failed')
     await page.click('#retry-pay')
     await page.waitForURL(/\/checkout\//, { timeout: 15000 })
     await page.click('button[value="succeed"]')
