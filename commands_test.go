@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/auth"
@@ -54,7 +57,54 @@ func TestCommands(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, auth.User{ID: "alice", Roles: []string{"admin"}}, u)
 
-	_, errOut, err := ticketing("frobnicate")
+	// audit: exit 0 clean, 1 anomalies, 2 usage or could not check; the summary first.
+	pool, err := pgxpool.New(context.Background(), env["DATABASE_URL"])
+	require.NoError(t, err)
+	var eventID string
+	var units int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT event_id::text, count(*)::int FROM inventory GROUP BY event_id ORDER BY count(*) DESC LIMIT 1`).Scan(&eventID, &units))
+	pool.Close()
+	env["PAYMENTS_BASE_URL"] = "http://127.0.0.1:1" // no payments here: the provider is never asked
+	out, _, err = ticketing("audit", "--event", eventID)
+	require.NoError(t, err, out)
+	require.True(t, strings.HasPrefix(out, "event "+eventID+": clean\n\nsummary:\n  seats and units: "), out)
+	require.Less(t, strings.Index(out, "summary:"), strings.Index(out, "anomalies (0):"))
+	require.Contains(t, out, "(0 of "+strconv.Itoa(units)+"; --all-seats", "free seats are counted, not listed")
+	require.Less(t, strings.Count(out, "\n"), 20, out)
+	out, _, err = ticketing("audit", "--event", eventID, "--all-seats")
+	require.NoError(t, err)
+	require.Equal(t, units, strings.Count(out, " AVAILABLE\n"), "every free seat listed")
+	out, _, err = ticketing("audit", "--event", eventID, "--anomalies-only")
+	require.NoError(t, err)
+	require.NotContains(t, out, "payments (")
+	out, _, err = ticketing("audit", "--event", eventID, "--json")
+	require.NoError(t, err)
+	var doc struct {
+		Outcome string
+		Summary struct{ Seats map[string]int }
+		Units   []any
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Equal(t, "clean", doc.Outcome)
+	require.Equal(t, units, doc.Summary.Seats["AVAILABLE"])
+	require.Empty(t, doc.Units)
+	out, _, err = ticketing("audit", "--help")
+	require.NoError(t, err, "--help is not an error")
+	require.Contains(t, out, "usage: ticketing audit --event ID")
+	for _, bad := range [][]string{{"audit"}, {"audit", "--event", "12'; DROP"}, {"audit", "--event", "00000000-0000-0000-0000-000000000000"}, {"audit", "--bogus"}} {
+		_, errOut, err := ticketing(bad...)
+		require.Equal(t, 2, code(err), "%v: %s", bad, errOut)
+		require.NotContains(t, errOut, "SQLSTATE", "%v: no raw SQL error", bad)
+	}
+	db := env["DATABASE_URL"]
+	env["DATABASE_URL"] = "postgres://postgres@127.0.0.1:1/ticketing" // nothing listens there
+	_, errOut, err := ticketing("audit", "--event", eventID)
+	require.Equal(t, 2, code(err), errOut)
+	require.Contains(t, errOut, "audit: could not audit")
+	env["DATABASE_URL"] = db
+
+	_, errOut, err = ticketing("frobnicate")
 	require.Equal(t, 2, code(err))
 	require.Contains(t, errOut, `unknown command "frobnicate"`)
 	_, _, err = ticketing("seed")

@@ -293,6 +293,7 @@ func (e *env) auditClean() {
 	r, err := audit.Run(e.ctx, e.st, e.ev.ID, audit.Options{Provider: e.sb})
 	require.NoError(e.t, err)
 	require.Empty(e.t, r.Anomalies, "audit: %+v", r.Anomalies)
+	require.Equal(e.t, audit.Clean, r.Outcome(), "audit: unchecked %v", r.Unchecked)
 }
 
 // post sends a signed (or forged) notification to the webhook endpoint.

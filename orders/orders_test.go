@@ -410,4 +410,41 @@ func TestAuditReportsPlantedAnomalies(t *testing.T) {
 
 	_, err = audit.Run(e.ctx, e.st, "00000000-0000-0000-0000-000000000000", audit.Options{})
 	require.True(t, errors.Is(err, audit.ErrNoEvent))
+	_, err = audit.Run(e.ctx, e.st, "not-an-id", audit.Options{})
+	require.True(t, errors.Is(err, audit.ErrBadEventID), "a malformed id is refused before any SQL: %v", err)
+}
+
+// A provider that does not answer leaves the audit incomplete, never clean;
+// the summary adds up the money.
+func TestAuditIsIncompleteWithoutTheProvidersAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	u := user("alice")
+	h := e.hold(u, []int{0, 1}, 0)
+	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
+	require.NoError(t, err)
+	pay(t, *e.lastPayment(o.ID).CheckoutURL, "succeed")
+	e.waitOrder(u, o.ID, orders.OrderConfirmed)
+	e.auditClean()
+
+	dead := payments.NewSandbox("http://127.0.0.1:1", testSecret, nil) // nothing listens there
+	r, err := audit.Run(e.ctx, e.st, e.ev.ID, audit.Options{Provider: dead, ProviderTimeout: time.Second})
+	require.NoError(t, err)
+	require.Empty(t, r.Anomalies)
+	require.Len(t, r.Unchecked, 1, "the one payment could not be checked")
+	require.Equal(t, audit.Incomplete, r.Outcome())
+
+	r, err = audit.Run(e.ctx, e.st, e.ev.ID, audit.Options{})
+	require.NoError(t, err)
+	require.Equal(t, audit.Clean, r.Outcome(), "without a provider to ask, nothing is left unchecked")
+	require.False(t, r.ProviderAsked)
+	s := r.Summary()
+	require.Equal(t, 2, s.Seats["SOLD"])
+	require.Equal(t, len(r.Units)-2, s.Seats["AVAILABLE"])
+	require.Equal(t, map[string]int{"SUCCEEDED": 1}, s.Payments)
+	require.Len(t, s.Money, 1)
+	m := s.Money[0]
+	require.Equal(t, o.TotalAmount, m.Taken)
+	require.Equal(t, o.TotalAmount, m.Kept)
+	require.Zero(t, m.Refunded+m.RefundPending+m.Pending)
 }

@@ -404,7 +404,8 @@ export interface Money {
   currency: string
 }
 
-// ISO 4217 minor-unit exponents that are not 2. The contract's amounts are in
+// ISO 4217 minor-unit exponents that are not 2 (the same table as the Go
+// side's payments.MinorUnits). The contract's amounts are in
 // ISO minor units: the browser's locale data is no guide (it formats COP,
 // whose ISO exponent is 2, without decimals, and would read cents as pesos).
 const exponents: Record<string, number> = {
