@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"strings"
@@ -199,7 +200,11 @@ func (a *App) presentError(ctx context.Context, err error) *gqlerror.Error {
 		gerr.Extensions = map[string]any{"code": d.Code}
 		maps.Copy(gerr.Extensions, d.Extensions)
 	case errors.As(err, &rerr) || gerr.Err == nil:
-		a.Log.ErrorContext(ctx, "graphql internal error", "request_id", RequestID(ctx),
+		level := slog.LevelError
+		if apperr.Abandoned(ctx, err) {
+			level = slog.LevelDebug // the client went away mid-request
+		}
+		a.Log.Log(ctx, level, "graphql internal error", "request_id", RequestID(ctx),
 			"path", gerr.Path.String(), "err", err)
 		gerr.Message = "internal error"
 		gerr.Extensions = map[string]any{"code": "INTERNAL"}

@@ -5,6 +5,7 @@
 package apperr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -130,4 +131,12 @@ var sentinels = []struct {
 	{ErrSaleNotOpen, "SALE_NOT_OPEN", http.StatusConflict},
 	{ErrPaymentInProgress, "PAYMENT_IN_PROGRESS", http.StatusConflict},
 	{ErrServiceUnavailable, "SERVICE_UNAVAILABLE", http.StatusServiceUnavailable},
+}
+
+// Abandoned reports whether err is only the end of a request its client
+// gave up on (navigated away, closed the socket): the request's context is
+// done and err is that cancellation. Such an error is no fault of the
+// server: GraphQL and REST log it at debug level, not as an internal error.
+func Abandoned(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, context.Canceled)
 }

@@ -168,7 +168,11 @@ func noneMatch(header, tag string) bool {
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	d, known := apperr.Describe(err)
 	if !known {
-		a.s.Log.ErrorContext(r.Context(), "rest: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		level := slog.LevelError
+		if apperr.Abandoned(r.Context(), err) {
+			level = slog.LevelDebug // the client went away mid-request
+		}
+		a.s.Log.Log(r.Context(), level, "rest: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	body := map[string]any{"code": d.Code, "message": d.Message}
 	maps.Copy(body, d.Extensions)
