@@ -99,6 +99,28 @@ func TestCheckoutPageAndErrors(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// The address dev.sh prints: the latest payments, each linking to its checkout page.
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body = get("/")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `href="`+srv.URL+`/checkout/`+id+`"`)
+	require.Contains(t, body, "123.45 EUR")
+	code, _ = get("/nothing")
+	require.Equal(t, http.StatusNotFound, code)
+	code, body = get("/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `ticketing_paysim_payments{status="pending"} 1`)
+	require.Contains(t, body, `ticketing_paysim_payments{status="succeeded"} 0`)
+	require.Contains(t, body, `ticketing_paysim_webhook_deliveries_pending 0`, "a create notifies nothing")
+	require.Contains(t, body, `ticketing_paysim_http_requests_total{code="200",route="GET /healthz"} 1`)
+	require.Contains(t, body, `ticketing_paysim_scrape_error 0`)
 }
 
 func TestParseFaults(t *testing.T) {

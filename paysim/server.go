@@ -92,22 +92,28 @@ func (o *Options) defaults() {
 // Server is one paysim instance: the HTTP API (Handler) and the background
 // worker (Run). Several instances may share one database.
 type Server struct {
-	pool *pgxpool.Pool
-	opt  Options
-	log  *slog.Logger
-	wake chan struct{}
+	pool    *pgxpool.Pool
+	opt     Options
+	log     *slog.Logger
+	wake    chan struct{}
+	metrics *metrics
 }
 
 // New returns a server over a pool whose database has been migrated with
 // Migrate.
 func New(pool *pgxpool.Pool, opt Options) *Server {
 	opt.defaults()
-	return &Server{pool: pool, opt: opt, log: opt.Log, wake: make(chan struct{}, 1)}
+	s := &Server{pool: pool, opt: opt, log: opt.Log, wake: make(chan struct{}, 1)}
+	s.metrics = newMetrics(s)
+	return s
 }
 
-// Handler serves the provider's HTTP API and the hosted checkout page.
+// Handler serves the provider's HTTP API, the hosted checkout page, a
+// page of recent payments for developers (GET /) and Prometheus metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.handleIndex)
+	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -121,7 +127,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/faults", s.handleResetFaults)
 	mux.HandleFunc("GET /checkout/{id}", s.handleCheckoutPage)
 	mux.HandleFunc("POST /checkout/{id}", s.handleCheckoutSettle)
-	return mux
+	return s.metrics.count(mux)
 }
 
 // notify wakes the worker after a commit that scheduled work.

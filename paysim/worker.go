@@ -192,10 +192,12 @@ func (s *Server) record(ctx context.Context, d delivery, status int, err error) 
 		st = &status
 	}
 	if err == nil {
+		s.metrics.attempts.WithLabelValues("delivered").Inc()
 		_, err := s.pool.Exec(ctx, `UPDATE paysim.deliveries
 			SET delivered_at = now(), last_status = $2, last_error = '' WHERE id = $1`, d.id, st)
 		return err
 	}
+	s.metrics.attempts.WithLabelValues("failed").Inc()
 	s.log.Info("paysim: webhook delivery failed", "event", d.eventID, "url", d.url, "attempt", d.attempts, "err", err)
 	_, err = s.pool.Exec(ctx, `UPDATE paysim.deliveries
 		SET last_status = $2, last_error = $3,
