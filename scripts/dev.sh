@@ -67,9 +67,9 @@ cat <<MSG
   Ticketing is running.
 
     Web app:     http://127.0.0.1:$port/  (sign in with any name: development sign-in)
-    Playground:  http://127.0.0.1:$port/playground
+    Playground:  http://127.0.0.1:$port/playground  (a development token already in its HEADERS)
     GraphQL:     http://127.0.0.1:$port/graphql
-    Payments:    http://127.0.0.1:${PAYSIM_ADDR##*:}/  (sandbox provider)
+    Payments:    http://127.0.0.1:${PAYSIM_ADDR##*:}/  (sandbox provider: latest payments, /metrics)
     Metrics:     http://127.0.0.1:$port/metrics
     Logs:        data/ticketing.log, data/paysim.log
 
@@ -78,6 +78,9 @@ cat <<MSG
 
   An admin token (catalog mutations):
     {"Authorization": "Bearer $admin"}
+
+  In another shell, for bin/ticketing token and the README's curl session:
+    set -a; . data/dev.env; set +a
 
   Ctrl-C stops everything.
 MSG

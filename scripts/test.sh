@@ -35,9 +35,12 @@ if [ -f web/package.json ]; then
 fi
 
 log "go test -race ./..."
-go test -race -count=1 -timeout 15m ./... 2>&1 | tee /tmp/ticketing-go-test.log
+# The log stays in this clone (tmp/ is ignored by git), not in a /tmp file
+# that every clone on the machine would share.
+mkdir -p tmp
+go test -race -count=1 -timeout 15m ./... 2>&1 | tee tmp/go-test.log
 status=${PIPESTATUS[0]}
-[ "$status" = 0 ] || die "go test failed"
+[ "$status" = 0 ] || die "go test failed (log: tmp/go-test.log)"
 
 if [ -x e2e/run.sh ]; then
 	log "browser tests"
