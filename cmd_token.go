@@ -33,7 +33,7 @@ func cmdToken(args []string, getenv func(string) string, stdout, stderr io.Write
 		return err
 	}
 	if cfg.JWTHS256Secret == "" {
-		return errors.New("config: JWT_HS256_SECRET: must be set to mint development tokens")
+		return errors.New("config: JWT_HS256_SECRET: must be set to mint development tokens (scripts/dev.sh keeps its own in data/dev.env: set -a; . data/dev.env; set +a)")
 	}
 	var rs []string
 	for _, r := range strings.Split(*roles, ",") {
