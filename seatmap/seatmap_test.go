@@ -407,7 +407,7 @@ func TestCursorFromALostStreamGetsSnapshot(t *testing.T) {
 	publish(0)
 	old, err := svc.Cursor(ctx, b.eventID)
 	require.NoError(t, err)
-	publish(1)                                                              // the client never sees this one...
+	publish(1)                                                                   // the client never sees this one...
 	require.NoError(t, b.rdb.Del(ctx, b.prefix+"seatmap:{"+b.eventID+"}").Err()) // ...Redis loses it
 	require.Eventually(t, func() bool { publish(2); c, _ := svc.Cursor(ctx, b.eventID); return c != old },
 		5*time.Second, time.Millisecond, "a new stream with a later id")
