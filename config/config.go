@@ -226,8 +226,10 @@ func (c Config) validate() error {
 	if len(c.QueueSigningKey) < 16 {
 		return fmt.Errorf("config: QUEUE_SIGNING_KEY: must be at least 16 bytes")
 	}
-	if len(c.TicketSigningKey) < 16 {
-		return fmt.Errorf("config: TICKET_SIGNING_KEY: must be at least 16 bytes")
+	for _, k := range strings.Split(c.TicketSigningKey, ",") {
+		if len(strings.TrimSpace(k)) < 16 {
+			return fmt.Errorf("config: TICKET_SIGNING_KEY: every key (comma-separated, the first signs) must be at least 16 bytes")
+		}
 	}
 	if c.PaymentsSecret == "" {
 		return fmt.Errorf("config: PAYMENTS_WEBHOOK_SECRET: must not be empty")

@@ -26,7 +26,7 @@ func (e *env) otherInstance(p payments.Provider) *orders.Service {
 		Provider:       p,
 		PublicBaseURL:  "http://instance-b.test",
 		ReconcileAfter: time.Millisecond,
-		TicketKey:      ticketKey,
+		TicketKeys:     ticketKeys,
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(e.t, err)
@@ -274,7 +274,7 @@ func TestConcurrentTransitionsOneWinner(t *testing.T) {
 func TestReconcilerIsNotStarvedByPendingPayments(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{simulate: map[string]any{"drop_webhooks": true}})
-	svc, err := orders.New(e.st, orders.Config{Provider: e.sb, PublicBaseURL: e.srv.URL, TicketKey: ticketKey,
+	svc, err := orders.New(e.st, orders.Config{Provider: e.sb, PublicBaseURL: e.srv.URL, TicketKeys: ticketKeys,
 		ReconcileAfter: time.Second, ReconcileBatch: 3, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	var paid orders.Order

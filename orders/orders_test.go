@@ -14,7 +14,6 @@ import (
 	"github.com/ticketing/ticketing/audit"
 	"github.com/ticketing/ticketing/orders"
 	"github.com/ticketing/ticketing/payments"
-	"github.com/ticketing/ticketing/tickets"
 )
 
 func TestHappyPathToConfirmedWithTickets(t *testing.T) {
@@ -45,7 +44,7 @@ func TestHappyPathToConfirmedWithTickets(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ts, 3)
 	for _, tk := range ts {
-		c, err := tickets.Verify(tk.Code, ticketKey)
+		c, err := ticketKeys.Verify(tk.Code)
 		require.NoError(t, err)
 		require.Equal(t, tk.ID, c.TicketID)
 		require.Equal(t, e.ev.ID, c.EventID)

@@ -94,7 +94,7 @@ func TestReconcilerFindsSuccessAfterStripeDecline(t *testing.T) {
 	t.Cleanup(srv.Close)
 	stripe := payments.NewStripe("sk_test_x", "whsec_x", payments.StripeBackends(srv.URL, srv.Client()))
 	svc, err := orders.New(e.st, orders.Config{Provider: stripe, ProviderName: "stripe", PublicBaseURL: e.srv.URL,
-		TicketKey: ticketKey, ReconcileAfter: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		TicketKeys: ticketKeys, ReconcileAfter: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	// age moves a payment's failure (and last check) back in time.
 	age := func(paymentID string, d time.Duration) {

@@ -437,7 +437,9 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 			} else if u.UnitNo != nil {
 				item = tickets.GAItem(u.SectionID, *u.UnitNo)
 			}
-			t.Code = tickets.Sign(s.cfg.TicketKey, tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item})
+			if t.Code, err = s.cfg.TicketKeys.Sign(tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item}); err != nil {
+				return err
+			}
 			if err := sp.InsertTicket(ctx, t); err != nil {
 				return err
 			}
@@ -460,6 +462,16 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 // salePayload is the 'inventory' outbox message of a sale, in the holds'
 // format: {"eventId","kind":"sale","holdId","orderId","seats":[...],"ga":[...]}.
 func salePayload(o Order, sold []store.SoldUnit) map[string]any {
+	units := make([]store.InventoryUnit, len(sold))
+	for i, u := range sold {
+		units[i] = u.InventoryUnit
+	}
+	return unitsPayload(o, "sale", "SOLD", units)
+}
+
+// unitsPayload is the 'inventory' outbox message of an order's rows that
+// changed to status (SOLD by a sale, AVAILABLE again by a refund).
+func unitsPayload(o Order, kind, status string, units []store.InventoryUnit) map[string]any {
 	type seat struct {
 		SeatID    string `json:"seatId"`
 		SectionID string `json:"sectionId"`
@@ -471,9 +483,9 @@ func salePayload(o Order, sold []store.SoldUnit) map[string]any {
 		Version   int64  `json:"version"`
 	}
 	seats, gas := []seat{}, []ga{}
-	for _, u := range sold {
+	for _, u := range units {
 		if u.SeatID != nil {
-			seats = append(seats, seat{*u.SeatID, u.SectionID, "SOLD", u.Version})
+			seats = append(seats, seat{*u.SeatID, u.SectionID, status, u.Version})
 			continue
 		}
 		i := slices.IndexFunc(gas, func(g ga) bool { return g.SectionID == u.SectionID })
@@ -483,7 +495,7 @@ func salePayload(o Order, sold []store.SoldUnit) map[string]any {
 			gas[i].Version = u.Version
 		}
 	}
-	return map[string]any{"eventId": o.EventID, "kind": "sale", "holdId": o.HoldID, "orderId": o.ID, "seats": seats, "ga": gas}
+	return map[string]any{"eventId": o.EventID, "kind": kind, "holdId": o.HoldID, "orderId": o.ID, "seats": seats, "ga": gas}
 }
 
 // voidOthers enqueues the void of the order's other open attempts (an
