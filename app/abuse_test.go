@@ -1,0 +1,232 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/app"
+)
+
+// duringAttack runs attack from 8 goroutines, 4 times each, while it asks
+// /healthz; it fails unless a health request was answered 200 while the
+// attack was still running.
+func (b *testBundle) duringAttack(t *testing.T, attack func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var running atomic.Int32
+	running.Store(8)
+	for range 8 {
+		wg.Go(func() {
+			defer running.Add(-1)
+			for range 4 {
+				attack()
+			}
+		})
+	}
+	answered := false
+	for running.Load() > 0 && !answered {
+		resp, err := http.Get(b.srv.URL + "/healthz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			answered = resp.StatusCode == http.StatusOK && running.Load() > 0
+		}
+	}
+	wg.Wait()
+	require.True(t, answered, "no health request was answered during the attack")
+}
+
+// post sends a raw /graphql body.
+func (b *testBundle) post(t *testing.T, body string) gqlResponse {
+	t.Helper()
+	resp, err := http.Post(b.srv.URL+"/graphql", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out gqlResponse
+	raw, _ := io.ReadAll(resp.Body)
+	require.NoError(t, json.Unmarshal(raw, &out), "body %.300s", raw)
+	out.Status = resp.StatusCode
+	return out
+}
+
+func (b *testBundle) get(t *testing.T, query string) gqlResponse {
+	t.Helper()
+	resp, err := http.Get(b.srv.URL + "/graphql?query=" + url.QueryEscape(query))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out gqlResponse
+	raw, _ := io.ReadAll(resp.Body)
+	require.NoError(t, json.Unmarshal(raw, &out), "body %.300s", raw)
+	out.Status = resp.StatusCode
+	return out
+}
+
+// wsFirstError subscribes with query over graphql-transport-ws and returns
+// the error payload the server answers.
+func (b *testBundle) wsFirstError(t *testing.T, query string) []map[string]any {
+	t.Helper()
+	c, _, err := b.wsDial(t, "graphql-transport-ws", publicURL)
+	require.NoError(t, err)
+	require.NoError(t, c.WriteJSON(wsMsg{Type: "connection_init"}))
+	var m wsMsg
+	require.NoError(t, c.ReadJSON(&m))
+	require.Equal(t, "connection_ack", m.Type)
+	p, _ := json.Marshal(map[string]string{"query": query})
+	require.NoError(t, c.WriteJSON(wsMsg{ID: "1", Type: "subscribe", Payload: p}))
+	for m.Type != "error" && m.Type != "next" {
+		require.NoError(t, c.ReadJSON(&m))
+	}
+	var errs []map[string]any
+	if m.Type == "next" {
+		var r struct{ Errors []map[string]any }
+		require.NoError(t, json.Unmarshal(m.Payload, &r))
+		errs = r.Errors
+	} else {
+		require.NoError(t, json.Unmarshal(m.Payload, &errs))
+	}
+	return errs
+}
+
+func codeOf(r gqlResponse) string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	c, _ := r.Errors[0].Extensions["code"].(string)
+	return c
+}
+
+func TestHostileDocuments(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	typenames := func(n int) string { return "{ " + strings.Repeat("__typename ", n) + "}" }
+	pairs := func(n int) string { return `{ event(id:"x") { ` + strings.Repeat("a:id a:name ", n) + "} }" }
+	cases := []struct {
+		name, query, code string
+	}{
+		// 20,000 times the same name: over the token limit, refused by the parser.
+		{"TokenLimit", "# random\n" + typenames(20000), "GRAPHQL_PARSE_FAILED"},
+		// Under the token limit, but over the selection cap.
+		{"Selections", typenames(4000), "GRAPHQL_VALIDATION_FAILED"},
+		// Few selections, one name repeated: over the repeated-name cap.
+		{"RepeatedName", typenames(MaxRepeated + 1), "GRAPHQL_VALIDATION_FAILED"},
+		// The 700 conflicting pairs of the issue (490,000 validation errors before).
+		{"ConflictingAliases", pairs(700), "GRAPHQL_VALIDATION_FAILED"},
+		{"ConflictingAliasesFew", pairs(15), "GRAPHQL_VALIDATION_FAILED"},
+		// Fragments spread inside fragments: counted where they are spread.
+		{"FragmentFanOut", `{ ...F0 }` + fragmentFanOut(12), "GRAPHQL_VALIDATION_FAILED"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			body, _ := json.Marshal(map[string]string{"query": c.query})
+			b.duringAttack(t, func() {
+				r := b.post(t, string(body))
+				require.Equal(t, c.code, codeOf(r), "%+v", r.Errors)
+				require.LessOrEqual(t, len(r.Errors), app.MaxErrors)
+			})
+			if len(c.query) < 6000 { // a URL of the GET transport stays short
+				r := b.get(t, c.query)
+				require.Equal(t, c.code, codeOf(r), "GET: %+v", r.Errors)
+			}
+			if len(c.query) < 60<<10 { // the WebSocket read limit
+				errs := b.wsFirstError(t, c.query)
+				require.NotEmpty(t, errs)
+				require.LessOrEqual(t, len(errs), app.MaxErrors)
+				ext, _ := errs[0]["extensions"].(map[string]any)
+				require.Equal(t, c.code, ext["code"], "WebSocket: %v", errs)
+			}
+		})
+	}
+	t.Run("OKUnderTheCaps", func(t *testing.T) {
+		t.Parallel()
+		r := b.graphql(t, "", typenames(app.MaxRepeatedName))
+		require.Empty(t, r.Errors)
+	})
+	t.Run("ErrorsCapped", func(t *testing.T) {
+		t.Parallel()
+		var q strings.Builder
+		q.WriteString("{ ")
+		for i := range 400 {
+			fmt.Fprintf(&q, "f%d ", i)
+		}
+		q.WriteString("}")
+		r := b.graphql(t, "", q.String())
+		require.Equal(t, "GRAPHQL_VALIDATION_FAILED", codeOf(r))
+		require.Len(t, r.Errors, app.MaxErrors)
+		require.Contains(t, r.Errors[app.MaxErrors-1].Message, "more errors not shown")
+	})
+}
+
+// MaxRepeated mirrors app.MaxRepeatedName for the table above.
+const MaxRepeated = app.MaxRepeatedName
+
+// fragmentFanOut is F0 spreading F1 twice, F1 spreading F2 twice, ...: 2^n
+// fields once expanded, from a document of a few hundred bytes.
+func fragmentFanOut(n int) string {
+	var s strings.Builder
+	for i := range n {
+		fmt.Fprintf(&s, " fragment F%d on Query { a%d: __typename ...F%d b%d: __typename ...F%d }", i, i, i+1, i, i+1)
+	}
+	fmt.Fprintf(&s, " fragment F%d on Query { __typename }", n)
+	return s.String()
+}
+
+func TestMalformedRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var logs bytes.Buffer
+	_ = logs
+	deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
+	cases := []struct{ name, body string }{
+		{"ArrayBatch", `[{"query":"{ __typename }"},{"query":"{ __typename }"}]`},
+		{"DeepVariables", `{"query":"query($v: String) { __typename }","variables":` + deep + `}`},
+		{"BadPersistedHash", `{"query":"{ __typename }","extensions":{"persistedQuery":{"version":1,"sha256Hash":"00"}}}`},
+		{"NotJSON", `{"query": `},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b.duringAttack(t, func() {
+				r := b.post(t, c.body)
+				require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+				require.LessOrEqual(t, len(r.Errors[0].Message), 210, "the message is cut short")
+			})
+		})
+	}
+	t.Run("UnknownPersistedHash", func(t *testing.T) {
+		t.Parallel()
+		r := b.post(t, `{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"`+strings.Repeat("ab", 32)+`"}}}`)
+		require.Equal(t, "PERSISTED_QUERY_NOT_FOUND", codeOf(r))
+	})
+}
+
+var _ = context.Background
+var _ = time.Second
+
+func TestIntrospectionOffInProduction(t *testing.T) {
+	t.Parallel()
+	b := setupEnv(t, map[string]string{"GRAPHQL_INTROSPECTION": ""}) // not a loopback URL: off
+	r := b.graphql(t, "", `{ __schema { queryType { name } } }`)
+	require.Equal(t, "GRAPHQL_VALIDATION_FAILED", codeOf(r), "%+v", r.Errors)
+	require.Contains(t, r.Errors[0].Message, "introspection is disabled")
+	r = b.graphql(t, "", `{ x: __type(name: "Query") { name } }`)
+	require.Equal(t, "GRAPHQL_VALIDATION_FAILED", codeOf(r))
+	r = b.graphql(t, "", `{ __typename }`)
+	require.Empty(t, r.Errors)
+	// No "Did you mean" suggestions either.
+	r = b.graphql(t, "", `{ evnt(id: "x") { id } }`)
+	require.Equal(t, "GRAPHQL_VALIDATION_FAILED", codeOf(r))
+	require.NotContains(t, r.Errors[0].Message, "Did you mean")
+}
