@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,11 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/internal/fixtures"
 )
 
 // duringAttack runs attack from 8 goroutines, 4 times each, while it asks
@@ -186,8 +186,6 @@ func fragmentFanOut(n int) string {
 func TestMalformedRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var logs bytes.Buffer
-	_ = logs
 	deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
 	cases := []struct{ name, body string }{
 		{"ArrayBatch", `[{"query":"{ __typename }"},{"query":"{ __typename }"}]`},
@@ -212,8 +210,6 @@ func TestMalformedRequests(t *testing.T) {
 	})
 }
 
-var _ = context.Background
-var _ = time.Second
 
 func TestIntrospectionOffInProduction(t *testing.T) {
 	t.Parallel()
@@ -229,4 +225,79 @@ func TestIntrospectionOffInProduction(t *testing.T) {
 	r = b.graphql(t, "", `{ evnt(id: "x") { id } }`)
 	require.Equal(t, "GRAPHQL_VALIDATION_FAILED", codeOf(r))
 	require.NotContains(t, r.Errors[0].Message, "Did you mean")
+}
+
+// eventPageQuery is the web app's event page query (web/src/pages/event.ts).
+const eventPageQuery = `query Event($id: ID!) {
+  event(id: $id) {
+    id name description category startsAt endsAt saleStatus
+    venue { id name address city country
+      sections { id name kind capacity bounds { x y width height } seats { id row number x y } } }
+    artists { id name genres }
+    saleConditions { saleStartsAt saleEndsAt maxTicketsPerUser holdDurationSeconds queueRequired refundPolicy }
+    prices { section { id } price { amount currency } }
+    availability { available held sold capacity }
+    minPrice { amount currency } maxPrice { amount currency }
+    seatMap { eventId cursor seats { seatId sectionId status version } generalAdmission { sectionId available version } }
+  }
+}`
+
+func TestCostCountsSeatsByTheirRealNumber(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	big := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{Seats: 20000})
+	small := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{})
+	aliases := func(id string, n int) string {
+		var q strings.Builder
+		q.WriteString("{ ")
+		for i := range n {
+			fmt.Fprintf(&q, `e%d: event(id: %q) { seatMap { seats { seatId status } } } `, i, id)
+		}
+		return q.String() + "}"
+	}
+	before := snapshotCounts(t, b.app.Pool)
+	// The issue's 20 aliases of a 20,000-seat map (55 MB): refused before it runs.
+	b.duringAttack(t, func() {
+		r := b.graphql(t, "", aliases(big.ID, 20))
+		require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", codeOf(r), "%+v", r.Errors)
+		require.Contains(t, []string{"", "null"}, string(r.Data))
+	})
+	// Through a venue's sections too.
+	r := b.graphql(t, "", fmt.Sprintf(`{ a: event(id: %q) { venue { sections { seats { id row number x y } } } }
+		b: event(id: %q) { venue { sections { seats { id row number x y } } } }
+		c: event(id: %q) { venue { sections { seats { id row number x y } } } }
+		d: event(id: %q) { venue { sections { seats { id row number x y } } } } }`, big.ID, big.ID, big.ID, big.ID))
+	require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", codeOf(r), "%+v", r.Errors)
+	// The same 20 aliases of a 10-seat map are cheap.
+	r = b.graphql(t, "", aliases(small.ID, 20))
+	require.Empty(t, r.Errors)
+	// The web app's event page of the 20,000-seat event is served whole.
+	body, _ := json.Marshal(map[string]any{"query": eventPageQuery, "variables": map[string]any{"id": big.ID}})
+	r = b.post(t, string(body))
+	require.Empty(t, r.Errors)
+	var page struct {
+		Event struct {
+			SeatMap struct{ Seats []json.RawMessage }
+		}
+	}
+	require.NoError(t, json.Unmarshal(r.Data, &page))
+	require.Len(t, page.Event.SeatMap.Seats, 20000)
+	require.Equal(t, before, snapshotCounts(t, b.app.Pool), "nothing changed")
+}
+
+// snapshotCounts counts the rows a refused request must not have written.
+func snapshotCounts(t *testing.T, pool *pgxpool.Pool) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, q := range []struct{ name, sql string }{
+		{"holds", `SELECT count(*) FROM holds`},
+		{"held", `SELECT count(*) FROM inventory WHERE status <> 'AVAILABLE'`},
+		{"orders", `SELECT count(*) FROM orders`},
+		{"events", `SELECT count(*) FROM events`},
+	} {
+		var n int
+		require.NoError(t, pool.QueryRow(context.Background(), q.sql).Scan(&n))
+		out[q.name] = n
+	}
+	return out
 }

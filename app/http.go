@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -118,7 +117,7 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(NewDocumentLimits(1000, a.Cfg.Introspection)) // after APQ, which may supply the query
 	srv.Use(DepthLimit{Max: MaxQueryDepth})
-	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity})
+	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity, Sizes: newListSizer(a.Store)})
 	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
 	srv.AroundResponses(capErrors)
@@ -255,7 +254,10 @@ func markResolverErrors(ctx context.Context, next graphql.Resolver) (any, error)
 // memory with every live subscription.
 type ComplexityLimit struct {
 	Max int
-	es  graphql.ExecutableSchema
+	// Sizes prices the seat and section lists (nil: as the largest venue
+	// of the floors in app/complexity.go).
+	Sizes *listSizer
+	es    graphql.ExecutableSchema
 }
 
 var _ interface {
@@ -277,7 +279,8 @@ func (l *ComplexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 	if oc.Operation == nil {
 		return nil
 	}
-	c := complexity.Calculate(ctx, l.es, oc.Operation, oc.Variables)
+	w := costWalker{es: l.es, vars: oc.Variables, sizes: l.Sizes}
+	c := w.set(ctx, oc.Operation.SelectionSet, nil)
 	if c <= l.Max {
 		return nil
 	}
