@@ -1,16 +1,21 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gorilla/websocket"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -210,7 +215,6 @@ func TestMalformedRequests(t *testing.T) {
 	})
 }
 
-
 func TestIntrospectionOffInProduction(t *testing.T) {
 	t.Parallel()
 	b := setupEnv(t, map[string]string{"GRAPHQL_INTROSPECTION": ""}) // not a loopback URL: off
@@ -300,4 +304,131 @@ func snapshotCounts(t *testing.T, pool *pgxpool.Pool) map[string]int {
 		out[q.name] = n
 	}
 	return out
+}
+
+// setupHandler is setupEnv with a body read timeout, and the server built
+// after it is set.
+func setupHandler(t *testing.T, extra map[string]string, bodyTimeout time.Duration) *testBundle {
+	t.Helper()
+	b := setupEnv(t, extra)
+	b.app.BodyReadTimeout = bodyTimeout
+	srv := httptest.NewServer(b.app.Handler())
+	t.Cleanup(srv.Close)
+	b.srv = srv
+	return b
+}
+
+func TestStalledBodyEndsTheConnection(t *testing.T) {
+	t.Parallel()
+	b := setupHandler(t, nil, 300*time.Millisecond)
+	host := strings.TrimPrefix(b.srv.URL, "http://")
+	var conns []net.Conn
+	for range 20 {
+		c, err := net.Dial("tcp", host)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		_, err = io.WriteString(c, "POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"query\":")
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	resp, err := http.Get(b.srv.URL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "answered while the bodies stall")
+	for _, c := range conns {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Second)))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err, "the 400 is delivered")
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		require.True(t, resp.Close, "Connection: close")
+		body, _ := io.ReadAll(resp.Body)
+		require.Contains(t, string(body), "BAD_USER_INPUT")
+		_, err = br.ReadByte()
+		require.ErrorIs(t, err, io.EOF, "then the server closes the socket")
+	}
+}
+
+func TestMetricLabelsAreAFixedSet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 50 {
+		req, _ := http.NewRequest(fmt.Sprintf("M%dX%s", i, strings.Repeat("Y", 200)), b.srv.URL+"/nowhere/"+fmt.Sprint(i), nil)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	resp, err := http.Get(b.srv.URL + "/metrics")
+	require.NoError(t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := string(raw)
+	require.NotContains(t, metrics, "M1X")
+	require.NotContains(t, metrics, "/nowhere/")
+	require.Contains(t, metrics, `method="OTHER"`)
+}
+
+func TestStreamsPerAddressCapped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var open []*websocket.Conn
+	for range app.MaxStreamsPerAddress {
+		c, _, err := b.wsDial(t, "graphql-transport-ws", publicURL)
+		require.NoError(t, err)
+		open = append(open, c)
+	}
+	_, resp, err := b.wsDial(t, "graphql-transport-ws", publicURL)
+	require.Error(t, err)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	// SSE counts too.
+	req, _ := http.NewRequest("GET", b.srv.URL+"/graphql?query="+url.QueryEscape(`subscription { seatMapUpdates(eventId: "x") { cursor } }`), nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Origin", publicURL)
+	sse, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	sse.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, sse.StatusCode)
+	hz, err := http.Get(b.srv.URL + "/healthz")
+	require.NoError(t, err)
+	hz.Body.Close()
+	require.Equal(t, http.StatusOK, hz.StatusCode)
+	// A closed connection gives its slot back.
+	open[0].Close()
+	require.Eventually(t, func() bool {
+		c, _, err := b.wsDial(t, "graphql-transport-ws", publicURL)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+func TestNoStreamCapWithAbuseLimitsOff(t *testing.T) {
+	t.Parallel()
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"})
+	for range app.MaxStreamsPerAddress + 1 {
+		_, _, err := b.wsDial(t, "graphql-transport-ws", publicURL)
+		require.NoError(t, err)
+	}
+}
+
+func TestWebAppSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, p := range []string{"/", "/events/x"} {
+		resp, err := http.Get(b.srv.URL + p)
+		require.NoError(t, err)
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		require.Contains(t, csp, "frame-ancestors 'none'")
+		require.Contains(t, csp, "script-src 'self';")
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	}
+	resp, err := http.Get(b.srv.URL + "/playground")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
 }

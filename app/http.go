@@ -101,6 +101,7 @@ func (a *App) graphqlHandler() http.Handler {
 		},
 		MaxSubscriptions:  MaxSubscriptionsPerConnection,
 		SubscriptionLimit: subscriptionLimitError,
+		Detach:            keepStreamSlot,
 	})
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: wsKeepAlive})
 	srv.AddTransport(transport.Options{})

@@ -74,6 +74,10 @@ type Transport struct {
 	ReadLimit int64
 	// ErrorFunc, if set, receives read and write errors other than a close.
 	ErrorFunc func(ctx context.Context, err error)
+	// Detach, if set, is called once the connection is upgraded and
+	// outlives its handler; the function it returns is called when the
+	// connection ends (the server's per-address count of open streams).
+	Detach func(r *http.Request) func()
 	// MaxSubscriptions caps the live subscriptions of one connection (zero:
 	// no cap). A subscription over it gets SubscriptionLimit's error, then
 	// complete.
@@ -157,6 +161,9 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 	}
 	ws.SetReadLimit(limit)
 	c := &connection{t: t, ws: ws, br: hj.br, exec: exec}
+	if t.Detach != nil {
+		c.detached = t.Detach(r)
+	}
 	switch ws.Subprotocol() {
 	case protoTransportWS:
 	case protoLegacyWS, "":
@@ -198,6 +205,8 @@ type connection struct {
 	// unwatch stops watching InitFunc's context, if it can end.
 	unwatch func() bool
 	timer   *time.Timer // keepalive
+	// detached is Transport.Detach's function, called once closed.
+	detached func()
 }
 
 type op struct {
@@ -942,6 +951,9 @@ func (c *connection) close(code int, reason string) {
 		o.cancel()
 	}
 	_ = c.ws.Close()
+	if c.detached != nil {
+		c.detached()
+	}
 }
 
 func (c *connection) reportError(err error) {
