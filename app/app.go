@@ -73,8 +73,11 @@ type App struct {
 	Auth *auth.Verifier
 	// Metrics is the process's Prometheus registry, served on /metrics;
 	// register collectors named ticketing_* on it.
-	Metrics  *prometheus.Registry
-	platform platform
+	Metrics *prometheus.Registry
+	// BodyReadTimeout bounds reading a request body (default 30 s); set it
+	// before Handler.
+	BodyReadTimeout time.Duration
+	platform        platform
 }
 
 // New connects to Postgres and Redis, applies the migrations and builds the
