@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +39,16 @@ type App struct {
 	Log   *slog.Logger
 	Pool  *pgxpool.Pool
 	Store *store.Store
-	Redis *redis.Client
+	// PrimaryHealth tracks the primary (DATABASE_URL): while it is down,
+	// Store (and the orders' store) fail at once with SERVICE_UNAVAILABLE.
+	PrimaryHealth *store.Health
+	// Reads routes browsing reads to the replica (DATABASE_READ_URL) or the
+	// primary (store.Reads); Mode says which.
+	Reads         *store.Reads
+	replicaPool   *pgxpool.Pool
+	replicaHealth *store.Health
+	stopHealth    func()
+	Redis         *redis.Client
 	// Now is the application clock (the database clock still decides expiry).
 	Now func() time.Time
 
@@ -83,14 +91,9 @@ type App struct {
 // New connects to Postgres and Redis, applies the migrations and builds the
 // services. Close releases what it opened.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
-	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	pcfg, err := poolConfig("DATABASE_URL", cfg.DatabaseURL, 32)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
-		// pgxpool's default (max(4, CPUs)) is far too small for a server
-		// with workers, subscriptions and river; DATABASE_URL can override.
-		pcfg.MaxConns = 32
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -114,13 +117,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	// Context deadlines bound socket I/O, so short per-call timeouts (hold
 	// leases: 100ms) hold even when Redis hangs.
 	ropt.ContextTimeoutEnabled = true
+	primary := store.NewHealth(pool)
 	a := &App{
-		Cfg:   cfg,
-		Log:   log,
-		Pool:  pool,
-		Store: store.New(pool),
-		Redis: redis.NewClient(ropt),
-		Now:   time.Now,
+		Cfg:           cfg,
+		Log:           log,
+		Pool:          pool,
+		PrimaryHealth: primary,
+		Store:         store.New(pool).WithHealth(primary),
+		Redis:         redis.NewClient(ropt),
+		Now:           time.Now,
+	}
+	if err := a.initReads(ctx); err != nil {
+		a.Close()
+		return nil, err
 	}
 	// Relays of every instance are woken after each commit that wrote
 	// outbox rows (the NOTIFY is kept out of the business transactions).
@@ -134,7 +143,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
+	a.addReadChecks()
 	a.Catalog = catalog.New(a.Store, a.Now)
+	a.Catalog.UseReads(a.Reads)
 	if err := a.initQueue(); err != nil {
 		a.Close()
 		return nil, err
@@ -174,6 +185,12 @@ func (a *App) RunWorkers(ctx context.Context) {
 
 // Close releases connections.
 func (a *App) Close() {
+	if a.stopHealth != nil {
+		a.stopHealth()
+	}
+	if a.replicaPool != nil {
+		a.replicaPool.Close()
+	}
 	if a.stopNotify != nil {
 		a.stopNotify()
 	}

@@ -71,7 +71,13 @@ type DependencyState struct {
 // Readiness is the /readyz body.
 type Readiness struct {
 	// Status is "ready" or "unavailable".
-	Status       string                     `json:"status"`
+	Status string `json:"status"`
+	// Mode is how reads are served (store.Reads.Mode): "read-write",
+	// "read-only: replica" (the primary is down, browsing reads the
+	// replica) or "read-only: cache" (both unreachable: the last good
+	// answers, at most store.StaleFor old). Holds and orders answer
+	// SERVICE_UNAVAILABLE in both read-only modes.
+	Mode         string                     `json:"mode,omitempty"`
 	Dependencies map[string]DependencyState `json:"dependencies"`
 }
 
@@ -110,6 +116,9 @@ func (a *App) CheckReadiness(ctx context.Context) Readiness {
 	}
 	wg.Wait()
 	out := Readiness{Status: "ready", Dependencies: map[string]DependencyState{}}
+	if a.Reads != nil {
+		out.Mode = a.Reads.Mode()
+	}
 	for i, n := range names {
 		out.Dependencies[n] = states[i]
 		if states[i].Critical && states[i].Status == "down" {

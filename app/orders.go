@@ -54,7 +54,7 @@ func (a *App) initOrders() error {
 	if a.ordersPool, err = pgxpool.NewWithConfig(context.Background(), pcfg); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	st := store.New(a.ordersPool)
+	st := store.New(a.ordersPool).WithHealth(a.PrimaryHealth)
 	st.SetOutboxHook(a.outboxKick)
 	a.Orders, err = orders.New(st, cfg)
 	if err != nil {

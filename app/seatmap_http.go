@@ -24,6 +24,7 @@ func (a *App) initSeatMap(prefix string) {
 		CheckOrigin: wsgorilla.OriginChecker(a.allowedOrigins()...),
 		Busy:        wsgorilla.Busy,
 		Coalesce:    a.Cfg.SeatMapCoalesce,
+		Reads:       a.Reads,
 		Registerer:  a.Metrics,
 		Log:         a.Log,
 	})

@@ -20,47 +20,47 @@ import (
 
 // VenuesByIDs returns venues by id.
 func (s *Service) VenuesByIDs(ctx context.Context, ids []string) (map[string]Venue, error) {
-	return byID(ctx, ids, s.st.VenuesByIDs, func(v Venue) string { return v.ID })
+	return byID(ctx, s, "VenuesByIDs", ids, onCatalog(s, (*store.Store).VenuesByIDs), func(v Venue) string { return v.ID })
 }
 
 // EventsByIDs returns events by id.
 func (s *Service) EventsByIDs(ctx context.Context, ids []string) (map[string]Event, error) {
-	return byID(ctx, ids, s.st.EventsByIDs, func(e Event) string { return e.ID })
+	return byID(ctx, s, "EventsByIDs", ids, onCatalog(s, (*store.Store).EventsByIDs), func(e Event) string { return e.ID })
 }
 
 // ArtistsByIDs returns artists by id.
 func (s *Service) ArtistsByIDs(ctx context.Context, ids []string) (map[string]Artist, error) {
-	return byID(ctx, ids, s.st.ArtistsByIDs, func(a Artist) string { return a.ID })
+	return byID(ctx, s, "ArtistsByIDs", ids, onCatalog(s, (*store.Store).ArtistsByIDs), func(a Artist) string { return a.ID })
 }
 
 // SectionsByIDs returns sections by id.
 func (s *Service) SectionsByIDs(ctx context.Context, ids []string) (map[string]Section, error) {
-	return byID(ctx, ids, s.st.SectionsByIDs, func(c Section) string { return c.ID })
+	return byID(ctx, s, "SectionsByIDs", ids, onCatalog(s, (*store.Store).SectionsByIDs), func(c Section) string { return c.ID })
 }
 
 // SeatsByIDs returns seats by id.
 func (s *Service) SeatsByIDs(ctx context.Context, ids []string) (map[string]Seat, error) {
-	return byID(ctx, ids, s.st.SeatsByIDs, func(c Seat) string { return c.ID })
+	return byID(ctx, s, "SeatsByIDs", ids, onCatalog(s, (*store.Store).SeatsByIDs), func(c Seat) string { return c.ID })
 }
 
 // SectionsByVenueIDs returns the sections of each venue in position order.
 func (s *Service) SectionsByVenueIDs(ctx context.Context, venueIDs []string) (map[string][]Section, error) {
-	return byParent(ctx, venueIDs, s.st.SectionsByVenueIDs, func(c Section) (string, Section) { return c.VenueID, c })
+	return byParent(ctx, s, "SectionsByVenueIDs", venueIDs, onCatalog(s, (*store.Store).SectionsByVenueIDs), func(c Section) (string, Section) { return c.VenueID, c })
 }
 
 // SeatsBySectionIDs returns the seats of each section in row then number order.
 func (s *Service) SeatsBySectionIDs(ctx context.Context, sectionIDs []string) (map[string][]Seat, error) {
-	return byParent(ctx, sectionIDs, s.st.SeatsBySectionIDs, func(c Seat) (string, Seat) { return c.SectionID, c })
+	return byParent(ctx, s, "SeatsBySectionIDs", sectionIDs, onCatalog(s, (*store.Store).SeatsBySectionIDs), func(c Seat) (string, Seat) { return c.SectionID, c })
 }
 
 // ArtistsByEventIDs returns the artists of each event in billing order.
 func (s *Service) ArtistsByEventIDs(ctx context.Context, eventIDs []string) (map[string][]Artist, error) {
-	return byParent(ctx, eventIDs, s.st.ArtistsByEventIDs, func(a store.EventArtist) (string, Artist) { return a.EventID, a.Artist })
+	return byParent(ctx, s, "ArtistsByEventIDs", eventIDs, onCatalog(s, (*store.Store).ArtistsByEventIDs), func(a store.EventArtist) (string, Artist) { return a.EventID, a.Artist })
 }
 
 // PricesByEventIDs returns the prices of each event in section order.
 func (s *Service) PricesByEventIDs(ctx context.Context, eventIDs []string) (map[string][]Price, error) {
-	return byParent(ctx, eventIDs, s.st.PricesByEventIDs, func(p Price) (string, Price) { return p.EventID, p })
+	return byParent(ctx, s, "PricesByEventIDs", eventIDs, onCatalog(s, (*store.Store).PricesByEventIDs), func(p Price) (string, Price) { return p.EventID, p })
 }
 
 // AvailabilityByEventIDs counts the inventory of each event (zero counts for
@@ -74,17 +74,29 @@ func (s *Service) AvailabilityByEventIDs(ctx context.Context, eventIDs []string)
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.st.InventoryAvailability(ctx, ids)
+	rows, err := store.ReadLive(s.reads, func(st *store.Store) ([]Availability, error) {
+		return st.InventoryAvailability(ctx, ids)
+	})
 	if err != nil {
+		if fallback(err) {
+			if m, ok := staleMap[Availability](&s.stale, "availability", ids); ok {
+				return m, nil
+			}
+		}
 		return nil, fmt.Errorf("availability: %w", err)
 	}
 	for _, a := range rows {
 		out[a.EventID] = a
 	}
+	for _, id := range ids {
+		s.stale.put("availability", id, out[id])
+	}
 	return out, nil
 }
 
-func byID[T any](ctx context.Context, ids []string, load func(context.Context, []string) ([]T, error), key func(T) string) (map[string]T, error) {
+// byID loads rows by id; while Postgres cannot be reached it answers from
+// the last good rows (lastGood) when it has every id.
+func byID[T any](ctx context.Context, s *Service, kind string, ids []string, load func(context.Context, []string) ([]T, error), key func(T) string) (map[string]T, error) {
 	ids = validUUIDs(ids)
 	out := make(map[string]T, len(ids))
 	if len(ids) == 0 {
@@ -92,15 +104,23 @@ func byID[T any](ctx context.Context, ids []string, load func(context.Context, [
 	}
 	rows, err := load(ctx, ids)
 	if err != nil {
+		if fallback(err) {
+			if m, ok := staleMap[T](&s.stale, kind, ids); ok {
+				return m, nil
+			}
+		}
 		return nil, err
 	}
 	for _, r := range rows {
 		out[key(r)] = r
+		s.stale.put(kind, key(r), r)
 	}
 	return out, nil
 }
 
-func byParent[R, T any](ctx context.Context, ids []string, load func(context.Context, []string) ([]R, error), split func(R) (string, T)) (map[string][]T, error) {
+// byParent loads the children of each id; like byID it falls back to the
+// last good answer of every id.
+func byParent[R, T any](ctx context.Context, s *Service, kind string, ids []string, load func(context.Context, []string) ([]R, error), split func(R) (string, T)) (map[string][]T, error) {
 	ids = validUUIDs(ids)
 	out := make(map[string][]T, len(ids))
 	for _, id := range ids {
@@ -111,11 +131,19 @@ func byParent[R, T any](ctx context.Context, ids []string, load func(context.Con
 	}
 	rows, err := load(ctx, ids)
 	if err != nil {
+		if fallback(err) {
+			if m, ok := staleMap[[]T](&s.stale, kind, ids); ok {
+				return m, nil
+			}
+		}
 		return nil, err
 	}
 	for _, r := range rows {
 		k, v := split(r)
 		out[k] = append(out[k], v)
+	}
+	for _, id := range ids {
+		s.stale.put(kind, id, out[id])
 	}
 	return out, nil
 }

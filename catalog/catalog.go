@@ -182,8 +182,10 @@ type PriceInput struct {
 
 // Service is the catalog.
 type Service struct {
-	st  *store.Store
-	now func() time.Time
+	st    *store.Store
+	reads *store.Reads
+	stale lastGood
+	now   func() time.Time
 }
 
 // New returns the catalog service over st; now is the application clock.
@@ -191,7 +193,7 @@ func New(st *store.Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{st: st, now: now}
+	return &Service{st: st, reads: store.NewReads(st, nil, nil, nil), stale: lastGood{now: now}, now: now}
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
@@ -497,17 +499,34 @@ func (s *Service) page(ctx context.Context, f store.EventFilter, first int, afte
 		}
 		cur = &c
 	}
-	total, err := s.st.EventsCount(ctx, f)
+	// The last good page of the same listing answers while Postgres is
+	// unreachable (StaleFor); From, the clock, is not part of the key.
+	key := fmt.Sprintf("%s|%s|%s|%d|%s", f.Category, f.City, f.ArtistID, first, after)
+	p, err := store.ReadCatalog(s.reads, func(st *store.Store) (EventPage, error) { return loadPage(ctx, st, f, cur, first) })
 	if err != nil {
+		if fallback(err) {
+			if m, ok := staleMap[EventPage](&s.stale, "page", []string{key}); ok {
+				return m[key], nil
+			}
+		}
 		return EventPage{}, fmt.Errorf("list events: %w", err)
+	}
+	s.stale.put("page", key, p)
+	return p, nil
+}
+
+func loadPage(ctx context.Context, st *store.Store, f store.EventFilter, cur *store.EventCursor, first int) (EventPage, error) {
+	total, err := st.EventsCount(ctx, f)
+	if err != nil {
+		return EventPage{}, err
 	}
 	p := EventPage{TotalCount: total, Events: []Event{}, Cursors: []string{}}
 	if first == 0 {
 		return p, nil
 	}
-	evs, err := s.st.EventsList(ctx, f, cur, first+1)
+	evs, err := st.EventsList(ctx, f, cur, first+1)
 	if err != nil {
-		return EventPage{}, fmt.Errorf("list events: %w", err)
+		return EventPage{}, err
 	}
 	if len(evs) > first {
 		evs, p.HasNextPage = evs[:first], true
@@ -536,15 +555,24 @@ func (s *Service) SeatMap(ctx context.Context, eventID string) (SeatMap, error) 
 	if _, err := s.GetEvent(ctx, eventID); err != nil {
 		return SeatMap{}, err
 	}
-	seats, err := s.st.InventorySeatStates(ctx, eventID)
-	if err != nil {
-		return SeatMap{}, fmt.Errorf("seat map: %w", err)
+	m, err := store.ReadLive(s.reads, func(st *store.Store) (SeatMap, error) {
+		seats, err := st.InventorySeatStates(ctx, eventID)
+		if err != nil {
+			return SeatMap{}, err
+		}
+		ga, err := st.InventoryGAStates(ctx, eventID)
+		return SeatMap{EventID: eventID, Seats: seats, GeneralAdmission: ga}, err
+	})
+	if err == nil {
+		s.stale.put("seatmap", eventID, m)
+		return m, nil
 	}
-	ga, err := s.st.InventoryGAStates(ctx, eventID)
-	if err != nil {
-		return SeatMap{}, fmt.Errorf("seat map: %w", err)
+	if fallback(err) {
+		if m, ok := staleMap[SeatMap](&s.stale, "seatmap", []string{eventID}); ok {
+			return m[eventID], nil
+		}
 	}
-	return SeatMap{EventID: eventID, Seats: seats, GeneralAdmission: ga}, nil
+	return SeatMap{}, fmt.Errorf("seat map: %w", err)
 }
 
 // SaleStatus judges where the sale of e stands now, given its availability.

@@ -18,22 +18,30 @@ import (
 
 // Config is every setting of the ticketing binary.
 type Config struct {
-	HTTPAddr         string
-	DatabaseURL      string
-	RedisURL         string
-	SearchBackend    string
-	SearchDir        string
-	ElasticsearchURL string
-	JWTIssuer        string
-	JWTAudience      string
-	JWTHS256Secret   string
-	JWTPublicKeyFile string
-	JWTJWKSURL       string
-	QueueSigningKey  string
-	TicketSigningKey string
-	PaymentsProvider string
-	PaymentsBaseURL  string
-	PaymentsSecret   string
+	HTTPAddr    string
+	DatabaseURL string
+	// DatabaseReadURL (DATABASE_READ_URL, default empty) is a Postgres
+	// streaming replica for browsing reads (store.Reads); decisions never
+	// read it.
+	DatabaseReadURL string
+	RedisURL        string
+	// RedisClusterAddrs (REDIS_CLUSTER_ADDRS, comma separated host:port, default
+	// empty) selects a Redis Cluster client for everything Redis does;
+	// REDIS_URL is then ignored.
+	RedisClusterAddrs []string
+	SearchBackend     string
+	SearchDir         string
+	ElasticsearchURL  string
+	JWTIssuer         string
+	JWTAudience       string
+	JWTHS256Secret    string
+	JWTPublicKeyFile  string
+	JWTJWKSURL        string
+	QueueSigningKey   string
+	TicketSigningKey  string
+	PaymentsProvider  string
+	PaymentsBaseURL   string
+	PaymentsSecret    string
 	// StripeSecretKey (STRIPE_SECRET_KEY) is required with
 	// PAYMENTS_PROVIDER=stripe.
 	StripeSecretKey string
@@ -173,6 +181,12 @@ func Load(getenv func(string) string) (Config, error) {
 		PublicBaseURL:    get("PUBLIC_BASE_URL", "http://127.0.0.1:8080"),
 		PaysimAddr:       get("PAYSIM_ADDR", ":8090"),
 	}
+	c.DatabaseReadURL = get("DATABASE_READ_URL", "")
+	for _, a := range strings.Split(get("REDIS_CLUSTER_ADDRS", ""), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.RedisClusterAddrs = append(c.RedisClusterAddrs, a)
+		}
+	}
 	c.SeatMapRedisPrefix = get("SEATMAP_REDIS_PREFIX", "")
 	c.DebugAddr = get("DEBUG_ADDR", "")
 	c.DevSignIn = get("DEV_SIGNIN", "")
@@ -252,6 +266,16 @@ func (c Config) validate() error {
 	for _, u := range urls {
 		if err := checkURL(u.val); err != nil {
 			return fmt.Errorf("config: %s: %v", u.name, err)
+		}
+	}
+	if c.DatabaseReadURL != "" {
+		if err := checkURL(c.DatabaseReadURL); err != nil {
+			return fmt.Errorf("config: DATABASE_READ_URL: %v", err)
+		}
+	}
+	for _, a := range c.RedisClusterAddrs {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return fmt.Errorf("config: REDIS_CLUSTER_ADDRS: want host:port[,host:port...], got %q", a)
 		}
 	}
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {

@@ -44,6 +44,19 @@ func TestLoad(t *testing.T) {
 		require.Equal(t, []string{"https://a.example", "https://b.example"}, c.AllowedOrigins)
 	})
 
+	t.Run("OKReplicaAndCluster", func(t *testing.T) {
+		t.Parallel()
+		c, err := Load(env(map[string]string{"DATABASE_READ_URL": "postgres://r:5434/ticketing",
+			"REDIS_CLUSTER_ADDRS": "10.0.0.1:7000, 10.0.0.2:7000,"}))
+		require.NoError(t, err)
+		require.Equal(t, "postgres://r:5434/ticketing", c.DatabaseReadURL)
+		require.Equal(t, []string{"10.0.0.1:7000", "10.0.0.2:7000"}, c.RedisClusterAddrs)
+		d, err := Load(env(nil))
+		require.NoError(t, err)
+		require.Empty(t, d.DatabaseReadURL)
+		require.Empty(t, d.RedisClusterAddrs)
+	})
+
 	t.Run("OKDurationsAndPayments", func(t *testing.T) {
 		t.Parallel()
 		c, err := Load(env(map[string]string{"SEATMAP_COALESCE": "250ms", "PAYMENTS_RECONCILE_AFTER": "2s",
@@ -74,6 +87,8 @@ func TestLoad(t *testing.T) {
 		{"ShortHS256Secret", map[string]string{"JWT_HS256_SECRET": "short"}, "JWT_HS256_SECRET"},
 		{"ShortQueueKey", map[string]string{"QUEUE_SIGNING_KEY": "short"}, "QUEUE_SIGNING_KEY"},
 		{"ShortTicketKey", map[string]string{"TICKET_SIGNING_KEY": "short"}, "TICKET_SIGNING_KEY"},
+		{"DatabaseReadURL", map[string]string{"DATABASE_READ_URL": "replica/ticketing"}, "DATABASE_READ_URL"},
+		{"RedisClusterAddrs", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1"}, "REDIS_CLUSTER_ADDRS"},
 		{"SeatMapCoalesce", map[string]string{"SEATMAP_COALESCE": "fast"}, "SEATMAP_COALESCE"},
 		{"ReconcileAfter", map[string]string{"PAYMENTS_RECONCILE_AFTER": "-1s"}, "PAYMENTS_RECONCILE_AFTER"},
 		{"ReconcileInterval", map[string]string{"PAYMENTS_RECONCILE_INTERVAL": "30"}, "PAYMENTS_RECONCILE_INTERVAL"},

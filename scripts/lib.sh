@@ -72,3 +72,103 @@ ensure_database() {
 		psql -h "$PG_SOCKET_DIR" -U "$PG_USER" -d postgres -qc "CREATE DATABASE \"$db\"" || die "could not create database $db"
 	fi
 }
+
+# ensure_pg_replica starts a private Postgres primary (initdb, port
+# PG_PRIMARY_PORT, default 5433) and a streaming replica of it made with
+# pg_basebackup -R (PG_REPLICA_PORT, default 5434), under PG_PRIVATE_DIR
+# (default /var/tmp/ticketing-pg), both trusting local connections. Reused
+# when already running; idempotent. Exports TEST_PRIMARY_URL,
+# TEST_REPLICA_URL and TEST_PRIMARY_PGDATA (the outage test stops and starts
+# that primary with pg_ctl; the shared cluster is never touched).
+ensure_pg_replica() {
+	local dir=${PG_PRIVATE_DIR:-/var/tmp/ticketing-pg} pport=${PG_PRIMARY_PORT:-5433} rport=${PG_REPLICA_PORT:-5434}
+	local bin
+	bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+	[ -x "$bin/initdb" ] || die "initdb not found under /usr/lib/postgresql"
+	local run=()
+	if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); fi
+	as_root mkdir -p "$dir"
+	[ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
+	if [ ! -f "$dir/primary/PG_VERSION" ]; then
+		log "creating the private primary in $dir/primary"
+		rm -rf "$dir/primary" "$dir/replica"
+		"${run[@]}" "$bin/initdb" -D "$dir/primary" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null || die "initdb failed"
+		cat >>"$dir/primary/postgresql.conf" <<CONF
+port = $pport
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$dir'
+wal_level = replica
+max_wal_senders = 5
+max_replication_slots = 5
+wal_keep_size = 256MB
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+shared_buffers = 64MB
+max_connections = 200
+CONF
+		echo "host replication postgres 127.0.0.1/32 trust" >>"$dir/primary/pg_hba.conf"
+	fi
+	if ! pg_isready -q -h 127.0.0.1 -p "$pport"; then
+		log "starting the private primary on port $pport"
+		"${run[@]}" "$bin/pg_ctl" -D "$dir/primary" -l "$dir/primary.log" -w start >/dev/null || die "could not start the private primary ($dir/primary.log)"
+	fi
+	# A replica that cannot follow (its WAL is gone) is made again.
+	if [ -f "$dir/replica/standby.signal" ] && grep -q 'has already been removed' "$dir/replica.log" 2>/dev/null; then
+		log "the replica lost its WAL: making it again"
+		"${run[@]}" "$bin/pg_ctl" -D "$dir/replica" -m immediate stop >/dev/null 2>&1 || true
+		rm -rf "$dir/replica" "$dir/replica.log"
+	fi
+	if [ ! -f "$dir/replica/standby.signal" ]; then
+		log "creating the streaming replica in $dir/replica (pg_basebackup -R, slot ticketing_replica)"
+		rm -rf "$dir/replica"
+		psql -h 127.0.0.1 -p "$pport" -U postgres -d postgres -Atqc \
+			"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'ticketing_replica'" >/dev/null
+		"${run[@]}" "$bin/pg_basebackup" -h 127.0.0.1 -p "$pport" -U postgres -D "$dir/replica" -R -X stream \
+			-C -S ticketing_replica >/dev/null || die "pg_basebackup failed"
+		sed -i "s/^port = .*/port = $rport/" "$dir/replica/postgresql.conf"
+		echo "hot_standby_feedback = on" >>"$dir/replica/postgresql.conf"
+	fi
+	if ! pg_isready -q -h 127.0.0.1 -p "$rport"; then
+		log "starting the replica on port $rport"
+		"${run[@]}" "$bin/pg_ctl" -D "$dir/replica" -l "$dir/replica.log" -w start >/dev/null || die "could not start the replica ($dir/replica.log)"
+	fi
+	export TEST_PRIMARY_URL="postgres://postgres@127.0.0.1:$pport/postgres?sslmode=disable"
+	export TEST_REPLICA_URL="postgres://postgres@127.0.0.1:$rport/postgres?sslmode=disable"
+	export TEST_PRIMARY_PGDATA="$dir/primary" TEST_PG_BIN="$bin"
+}
+
+# ensure_redis_cluster starts a 3-primary Redis Cluster on ports
+# REDIS_CLUSTER_PORT..+2 (default 7101-7103) under REDIS_CLUSTER_DIR
+# (default /var/tmp/ticketing-redis-cluster), without persistence; reused
+# when it already answers "cluster_state:ok". Exports TEST_REDIS_CLUSTER_ADDRS.
+ensure_redis_cluster() {
+	local dir=${REDIS_CLUSTER_DIR:-/var/tmp/ticketing-redis-cluster} base=${REDIS_CLUSTER_PORT:-7101}
+	local ports=("$base" "$((base + 1))" "$((base + 2))") addrs=() p
+	for p in "${ports[@]}"; do addrs+=("127.0.0.1:$p"); done
+	export TEST_REDIS_CLUSTER_ADDRS
+	TEST_REDIS_CLUSTER_ADDRS=$(IFS=,; echo "${addrs[*]}")
+	if redis-cli -p "$base" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; then return; fi
+	log "starting a 3-primary Redis Cluster on ports ${ports[*]}"
+	mkdir -p "$dir"
+	for p in "${ports[@]}"; do
+		if ! redis-cli -p "$p" ping >/dev/null 2>&1; then
+			rm -f "$dir/nodes-$p.conf"
+			redis-server --daemonize yes --bind 127.0.0.1 --port "$p" --cluster-enabled yes \
+				--cluster-config-file "$dir/nodes-$p.conf" --save "" --appendonly no \
+				--dir "$dir" --logfile "$dir/redis-$p.log" || die "could not start redis-server on $p"
+		fi
+	done
+	for p in "${ports[@]}"; do
+		for _ in $(seq 1 50); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+	done
+	if ! redis-cli -p "$base" cluster info | grep -q 'cluster_slots_assigned:16384'; then
+		for p in "${ports[@]}"; do redis-cli -p "$p" flushall >/dev/null; redis-cli -p "$p" cluster reset hard >/dev/null; done
+		redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >/dev/null || die "redis-cli --cluster create failed"
+	fi
+	for _ in $(seq 1 100); do
+		redis-cli -p "$base" cluster info | grep -q 'cluster_state:ok' && return
+		sleep 0.1
+	done
+	die "the Redis Cluster did not reach cluster_state:ok"
+}

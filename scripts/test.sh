@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: makes sure Postgres and Redis are running
-# (installing them from Debian's packages when absent), checks formatting,
+# (installing them from Debian's packages when absent), plus a private
+# Postgres primary with its streaming replica and a Redis Cluster, checks formatting,
 # vet and generated code, then runs every Go test with the race detector
 # against the real servers, and the browser tests when the web app exists.
 set -euo pipefail
@@ -11,6 +12,10 @@ cd "$(dirname "$0")/.."
 ensure_go
 ensure_postgres
 ensure_redis
+# A private primary with a streaming replica (the outage test stops that
+# primary) and a 3-primary Redis Cluster: reused when already running.
+ensure_pg_replica
+ensure_redis_cluster
 
 export TEST_DATABASE_URL=${TEST_DATABASE_URL:-"postgres:///postgres?host=$PG_SOCKET_DIR&user=$PG_USER"}
 export TEST_REDIS_URL=${TEST_REDIS_URL:-"redis://127.0.0.1:6379/15"}

@@ -95,6 +95,10 @@ type Config struct {
 	Busy func() bool
 	// MaxCoalesce bounds how long Busy may hold a frame back (default 1s).
 	MaxCoalesce time.Duration
+	// Reads, if set, is where snapshots read the inventory (store.Reads.Live:
+	// the primary while it answers, else the replica); nil reads the store
+	// given to New.
+	Reads *store.Reads
 	// SnapshotTTL is how long a seat map snapshot is served from memory (default 1s).
 	SnapshotTTL time.Duration
 	// Keepalive is the SSE comment interval (default 15s).
@@ -188,8 +192,11 @@ func (s *Service) checkEvent(ctx context.Context, eventID string) error {
 	if _, err := uuid.Parse(eventID); err != nil {
 		return apperr.Invalid("eventId", "not a valid id")
 	}
-	ok, err := s.st.SeatMapEventExists(ctx, eventID)
+	ok, err := store.ReadLive(s.reads(), func(st *store.Store) (bool, error) { return st.SeatMapEventExists(ctx, eventID) })
 	if err != nil {
+		if _, found := s.lastGood(err, eventID); found {
+			return nil // seen while Postgres answered
+		}
 		return err
 	}
 	if !ok {
@@ -298,6 +305,9 @@ func (s *Service) snapshot(ctx context.Context, eventID string) (cached, error) 
 		defer cancel()
 		snap, err := s.load(lctx, eventID)
 		if err != nil {
+			if c, ok := s.lastGood(err, eventID); ok {
+				return c, nil
+			}
 			return nil, err
 		}
 		s.cacheM.Lock()
@@ -326,19 +336,52 @@ func (s *Service) snapshot(ctx context.Context, eventID string) (cached, error) 
 	}
 }
 
+// reads is where snapshots read the inventory (store.Reads.Live).
+func (s *Service) reads() *store.Reads {
+	if s.cfg.Reads != nil {
+		return s.cfg.Reads
+	}
+	return store.NewReads(s.st, nil, nil, nil)
+}
+
+// lastGood is the last snapshot of the event loaded within store.StaleFor,
+// served when err says Postgres (primary and replica) cannot be reached:
+// its cursor is the one read before it, so a subscriber replays every
+// change the stream still holds after it.
+func (s *Service) lastGood(err error, eventID string) (cached, bool) {
+	if !errors.Is(err, apperr.ErrServiceUnavailable) {
+		return cached{}, false
+	}
+	s.cacheM.Lock()
+	defer s.cacheM.Unlock()
+	c, ok := s.cache[eventID]
+	if !ok || time.Since(c.at) > store.StaleFor {
+		return cached{}, false
+	}
+	return c, true
+}
+
 func (s *Service) load(ctx context.Context, eventID string) (*Snapshot, error) {
 	cursor, err := s.Cursor(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	seats, err := s.st.SeatMapSeats(ctx, eventID)
+	type rows struct {
+		seats []store.SeatMapSeat
+		ga    []store.SeatMapGA
+	}
+	r, err := store.ReadLive(s.reads(), func(st *store.Store) (rows, error) {
+		seats, err := st.SeatMapSeats(ctx, eventID)
+		if err != nil {
+			return rows{}, err
+		}
+		ga, err := st.SeatMapGA(ctx, eventID, nil)
+		return rows{seats, ga}, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	ga, err := s.st.SeatMapGA(ctx, eventID, nil)
-	if err != nil {
-		return nil, err
-	}
+	seats, ga := r.seats, r.ga
 	snap := &Snapshot{EventID: eventID, Cursor: cursor, Seats: make([]Seat, len(seats)), GeneralAdmission: make([]GA, len(ga))}
 	for i, x := range seats {
 		snap.Seats[i] = Seat(x)
