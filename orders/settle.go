@@ -195,7 +195,12 @@ func (s *Service) settle(ctx context.Context, paymentID string, pp payments.Prov
 		if to == "" {
 			return fmt.Errorf("unknown provider status %q", pp.Status)
 		}
-		eff, err = s.apply(ctx, tx, o, p, to, reason)
+		if pp.Status == payments.StatusSucceeded && pp.RefundedAmount > 0 {
+			if err := s.partialRefund(ctx, tx, p, pp.RefundedAmount, reason); err != nil {
+				return err
+			}
+		}
+		eff, err = s.apply(ctx, tx, o, p, to, reason, reversalOf(pp))
 		return err
 	})
 	s.after(ctx, eff, err)
@@ -282,8 +287,17 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 				return err
 			}
 		}
+		if n.Type == payments.EventRefundPartial {
+			if err := s.partialRefund(ctx, tx, p, n.Payment.RefundedAmount, "webhook "+n.ID+" "+n.Type); err != nil {
+				return err
+			}
+		}
 		if to := fromNotification(n.Type); to != "" {
-			eff, err = s.apply(ctx, tx, o, p, to, "webhook "+n.ID+" "+n.Type)
+			rev := reversalOf(n.Payment)
+			if n.Type == payments.EventPaymentDisputed {
+				rev = "dispute"
+			}
+			eff, err = s.apply(ctx, tx, o, p, to, "webhook "+n.ID+" "+n.Type, rev)
 			if err != nil {
 				return err
 			}
@@ -292,6 +306,27 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 	})
 	s.after(ctx, eff, err)
 	return err
+}
+
+// reversalOf is the kind of reversal a provider payment reports: "dispute"
+// for a chargeback, else "refund".
+func reversalOf(pp payments.ProviderPayment) string {
+	if pp.FailureCode == payments.FailureDisputed {
+		return "dispute"
+	}
+	return "refund"
+}
+
+// partialRefund records a partial refund the provider reports on a
+// payment that stays SUCCEEDED: the order is left as it is (a person
+// decides: the audit reports PARTIAL_REFUND) and the payment's history
+// says so.
+func (s *Service) partialRefund(ctx context.Context, tx *store.Store, p Payment, amount int64, reason string) error {
+	if err := tx.SetPaymentReversal(ctx, p.ID, "partial_refund", amount); err != nil {
+		return err
+	}
+	return tx.RecordPaymentEvent(ctx, p.ID, p.Status, fmt.Sprintf("%s: the provider reports %d %s of %d refunded (partial: order kept, see the audit)",
+		reason, amount, p.Currency, p.Amount))
 }
 
 // effects are what to do after a transaction commits.
@@ -321,7 +356,14 @@ func (s *Service) after(ctx context.Context, eff effects, err error) {
 
 // apply is the state machine step of payment p (locked, with its order o
 // locked) to status to, with its effects on the order, in tx.
-func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string) (effects, error) {
+//
+// A REFUNDED reported while the payment is SUCCEEDED and its order
+// CONFIRMED is a reversal the provider made on its own (a dashboard refund;
+// rev "dispute": a chargeback): the payment is the one that confirmed the
+// order (any other success is compensated at once), so the order is
+// refunded too (refundOrder: tickets VOID, seats back on sale), with
+// nothing more to refund.
+func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string, rev ...string) (effects, error) {
 	var eff effects
 	// Compare-and-set on the status read; a lost race (the row is locked
 	// by lockPayment, so only a caller that did not lock it can lose)
@@ -350,6 +392,18 @@ func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment
 	}
 	if err := tx.TouchOrder(ctx, o.ID); err != nil {
 		return eff, err
+	}
+	if to == PaymentRefunded && p.Status == PaymentSucceeded {
+		kind := "refund"
+		if len(rev) > 0 && rev[0] != "" {
+			kind = rev[0]
+		}
+		if err := tx.SetPaymentReversal(ctx, p.ID, kind, p.Amount); err != nil {
+			return eff, err
+		}
+		if o.Status == OrderConfirmed {
+			return eff, s.refundOrder(ctx, tx, o, "the provider reported a "+kind+" of the confirming payment")
+		}
 	}
 	switch to {
 	case PaymentSucceeded:
@@ -694,6 +748,9 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		s.metrics.withoutOrder.Set(float64(c.WithoutOrder))
 		s.metrics.compensations.Set(float64(c.RefundsPending))
 		s.metrics.unknownStuck.Set(float64(c.UnknownStuck))
+		for k, n := range c.Reversals {
+			s.metrics.reversals.WithLabelValues(k).Set(float64(n))
+		}
 	}
 	return actions, firstErr
 }
