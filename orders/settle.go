@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,6 +184,21 @@ func (s *Service) settle(ctx context.Context, paymentID string, pp payments.Prov
 		if err != nil {
 			return err
 		}
+		if bad, err := disagrees(ctx, tx, s.cfg.ProviderName, p, pp); err != nil {
+			return err
+		} else if bad {
+			if p.ProviderRef == nil && pp.ID != "" {
+				// The answer to our own create (same key): it is this
+				// attempt's payment, recorded so that it is recognised.
+				if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
+					return err
+				}
+				ref := pp.ID
+				p.ProviderRef = &ref
+			}
+			eff, err = s.mismatch(ctx, tx, s.cfg.ProviderName, o, p, pp, reason)
+			return err
+		}
 		if pp.ID != "" && p.ProviderRef == nil {
 			if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
 				return err
@@ -270,7 +286,24 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		if validUUID(n.Payment.Reference) {
 			reference = n.Payment.Reference
 		}
+		reason := "webhook " + n.ID + " " + n.Type
 		p, err := tx.PaymentForNotification(ctx, provider, n.Payment.ID, reference)
+		if errors.Is(err, store.ErrNotFound) && reference != "" {
+			// Our reference on another provider payment than the one
+			// bound to the attempt: someone else's payment naming ours.
+			if q, qerr := tx.PaymentByReference(ctx, provider, reference); qerr == nil {
+				q, o, err := lockPayment(ctx, tx, q.ID)
+				if err != nil {
+					return err
+				}
+				if eff, err = s.mismatch(ctx, tx, provider, o, q, n.Payment, reason+": our reference on another provider payment"); err != nil {
+					return err
+				}
+				return tx.InboxProcessed(ctx, n.ID)
+			} else if !errors.Is(qerr, store.ErrNotFound) {
+				return qerr
+			}
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			s.cfg.Log.Warn("notification for an unknown payment", "notification", n.ID, "payment", n.Payment.ID)
 			return tx.InboxProcessed(ctx, n.ID)
@@ -282,13 +315,23 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		if err != nil {
 			return err
 		}
+		// Amount and currency first: a notification that disagrees with
+		// the attempt binds nothing and confirms nothing.
+		if bad, err := disagrees(ctx, tx, provider, p, n.Payment); err != nil {
+			return err
+		} else if bad {
+			if eff, err = s.mismatch(ctx, tx, provider, o, p, n.Payment, reason); err != nil {
+				return err
+			}
+			return tx.InboxProcessed(ctx, n.ID)
+		}
 		if p.ProviderRef == nil {
 			if err := tx.SetPaymentProviderRef(ctx, p.ID, n.Payment.ID, n.Payment.CheckoutURL); err != nil {
 				return err
 			}
 		}
 		if n.Type == payments.EventRefundPartial {
-			if err := s.partialRefund(ctx, tx, p, n.Payment.RefundedAmount, "webhook "+n.ID+" "+n.Type); err != nil {
+			if err := s.partialRefund(ctx, tx, p, n.Payment.RefundedAmount, reason); err != nil {
 				return err
 			}
 		}
@@ -297,7 +340,7 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 			if n.Type == payments.EventPaymentDisputed {
 				rev = "dispute"
 			}
-			eff, err = s.apply(ctx, tx, o, p, to, "webhook "+n.ID+" "+n.Type, rev)
+			eff, err = s.apply(ctx, tx, o, p, to, reason, rev)
 			if err != nil {
 				return err
 			}
@@ -743,6 +786,21 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		}
 		s.metrics.actions.WithLabelValues(action).Inc()
 		actions++
+	}
+	if ms, err := s.st.OpenMismatches(ctx, s.cfg.ProviderName, s.cfg.ReconcileBatch); err != nil {
+		firstErr = cmp.Or(firstErr, err)
+	} else {
+		for _, m := range ms {
+			err := s.st.InTx(ctx, func(tx *store.Store) error {
+				return s.enqueue(ctx, tx, MismatchArgs{Provider: m.Provider, ProviderPaymentID: m.ProviderPaymentID})
+			})
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			s.metrics.actions.WithLabelValues("settle_mismatch").Inc()
+			actions++
+		}
 	}
 	if c, err := s.st.CountPaymentsAtRisk(ctx, payments.KeyWindow); err == nil {
 		s.metrics.withoutOrder.Set(float64(c.WithoutOrder))
