@@ -256,7 +256,8 @@ func TestConcurrentTransitionsOneWinner(t *testing.T) {
 			defer wg.Done()
 			typ := types[i%len(types)]
 			body, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("evt_race_%s_%d", p2.ID, i%len(types)), "type": typ,
-				"created": time.Now().Unix(), "data": map[string]any{"id": *p2.ProviderRef, "reference": p2.ID}})
+				"created": time.Now().Unix(), "data": map[string]any{"id": *p2.ProviderRef, "reference": p2.ID,
+					"amount": p2.Amount, "currency": p2.Currency}})
 			require.Equal(t, http.StatusOK, e.post(body, payments.Sign(testSecret, time.Now(), body)))
 		}()
 	}

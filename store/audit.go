@@ -136,6 +136,16 @@ GROUP BY o.id HAVING count(*) > 1`},
 SELECT 'payment ' || p.id || ' REFUND_PENDING since ' || p.updated_at
 FROM payments p JOIN orders o ON o.id = p.order_id
 WHERE o.event_id = $1 AND p.status = 'REFUND_PENDING' AND p.updated_at < now() - $2::float8 * interval '1 second'`},
+	{"PARTIAL_REFUND", `
+SELECT 'payment ' || p.id || ' of order ' || o.id || ' (' || o.status || '): the provider reports ' ||
+       coalesce(p.refunded_amount::text, '?') || ' of ' || p.amount || ' ' || p.currency || ' refunded: decide (refund the rest, or keep the order)'
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND p.reversal = 'partial_refund' AND p.status = 'SUCCEEDED'`},
+	{"PAYMENT_MISMATCH", `
+SELECT 'provider payment ' || m.provider_payment_id || ' (' || m.provider_status || ', ' || m.amount || ' ' || m.currency ||
+       ') names attempt ' || p.id || ' (' || p.amount || ' ' || p.currency || ') of order ' || o.id || ': never confirms; not yet voided or refunded'
+FROM payment_mismatches m JOIN payments p ON p.id = m.payment_id JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND m.resolved_at IS NULL`},
 	{"CAPACITY_MISMATCH", `
 SELECT 'section ' || sec.name || ' (' || sec.id || '): held ' || count(i.id) FILTER (WHERE i.status = 'HELD' AND i.expires_at > now()) ||
        ' + sold ' || count(i.id) FILTER (WHERE i.status = 'SOLD') ||
