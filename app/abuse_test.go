@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/gorilla/websocket"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -431,4 +434,71 @@ func TestWebAppSecurityHeaders(t *testing.T) {
 	resp.Body.Close()
 	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
 	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+}
+
+func TestUnstorableInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ev := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{})
+	tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = "fan-1" }))
+	before := snapshotCounts(t, b.app.Pool)
+	hold := `mutation($input: CreateHoldInput!) { createHold(input: $input) { id } }`
+	send := func(authz string, vars map[string]any, query string) gqlResponse {
+		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+		req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", authz)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out gqlResponse
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return out
+	}
+	field := func(r gqlResponse) any {
+		require.NotEmpty(t, r.Errors)
+		return r.Errors[0].Extensions["field"]
+	}
+	t.Run("GAQuantitiesThatOverflow", func(t *testing.T) {
+		// 2^62+1 twice: was accepted as a 2-unit hold (int overflow, then int32).
+		r := send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "k1",
+			"generalAdmission": []any{
+				map[string]any{"sectionId": ev.GA, "quantity": int64(1<<62 + 1)},
+				map[string]any{"sectionId": ev.Seated, "quantity": int64(1<<62 + 1)},
+			}}}, hold)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "input.generalAdmission.quantity", field(r))
+		// Inline, too.
+		r = send(tok, nil, fmt.Sprintf(`mutation { createHold(input: {eventId: %q, idempotencyKey: "k2",
+			generalAdmission: [{sectionId: %q, quantity: 4611686018427387905}]}) { id } }`, ev.ID, ev.GA))
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		// Within Int, but over the hold's cap: refused before any sum.
+		r = send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "k3",
+			"generalAdmission": []any{
+				map[string]any{"sectionId": ev.GA, "quantity": math.MaxInt32},
+				map[string]any{"sectionId": ev.Seated, "quantity": math.MaxInt32},
+			}}}, hold)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "input.generalAdmission.quantity", field(r))
+	})
+	t.Run("NULInIdempotencyKey", func(t *testing.T) {
+		r := send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "a\x00b", "seatIds": []string{ev.Seats[0]}}}, hold)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "input.idempotencyKey", field(r))
+	})
+	t.Run("NULInAnArgument", func(t *testing.T) {
+		r := send("", map[string]any{"id": "x\x00"}, `query($id: ID!) { event(id: $id) { id } }`)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "id", field(r))
+	})
+	t.Run("NULInTheTokensSub", func(t *testing.T) {
+		bad := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = "fan\x00" }))
+		r := send(bad, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "k4", "seatIds": []string{ev.Seats[0]}}}, hold)
+		require.Equal(t, "UNAUTHENTICATED", codeOf(r), "%+v", r.Errors)
+	})
+	require.Equal(t, before, snapshotCounts(t, b.app.Pool), "nothing was written")
+	// And a fan's ordinary hold still goes through.
+	r := send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "ok", "seatIds": []string{ev.Seats[0]},
+		"generalAdmission": []any{map[string]any{"sectionId": ev.GA, "quantity": 2}}}}, hold)
+	require.Empty(t, r.Errors)
 }

@@ -118,6 +118,7 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(NewDocumentLimits(1000, a.Cfg.Introspection)) // after APQ, which may supply the query
 	srv.Use(DepthLimit{Max: MaxQueryDepth})
+	srv.Use(&InputCheck{})
 	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity, Sizes: newListSizer(a.Store)})
 	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
