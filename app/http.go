@@ -122,6 +122,7 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity, Sizes: newListSizer(a.Store)})
 	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
+	srv.AroundFields(a.newFairUse().fields) // FairUse (app/fairuse.go)
 	srv.AroundResponses(capErrors)
 	srv.SetErrorPresenter(a.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
