@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/gorilla/websocket"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -431,4 +434,152 @@ func TestWebAppSecurityHeaders(t *testing.T) {
 	resp.Body.Close()
 	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
 	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+}
+
+func TestUnstorableInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ev := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{})
+	tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = "fan-1" }))
+	before := snapshotCounts(t, b.app.Pool)
+	hold := `mutation($input: CreateHoldInput!) { createHold(input: $input) { id } }`
+	send := func(authz string, vars map[string]any, query string) gqlResponse {
+		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+		req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", authz)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out gqlResponse
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return out
+	}
+	field := func(r gqlResponse) any {
+		require.NotEmpty(t, r.Errors)
+		return r.Errors[0].Extensions["field"]
+	}
+	t.Run("GAQuantitiesThatOverflow", func(t *testing.T) {
+		// 2^62+1 twice: was accepted as a 2-unit hold (int overflow, then int32).
+		r := send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "k1",
+			"generalAdmission": []any{
+				map[string]any{"sectionId": ev.GA, "quantity": int64(1<<62 + 1)},
+				map[string]any{"sectionId": ev.Seated, "quantity": int64(1<<62 + 1)},
+			}}}, hold)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "input.generalAdmission.quantity", field(r))
+		// Inline, too.
+		r = send(tok, nil, fmt.Sprintf(`mutation { createHold(input: {eventId: %q, idempotencyKey: "k2",
+			generalAdmission: [{sectionId: %q, quantity: 4611686018427387905}]}) { id } }`, ev.ID, ev.GA))
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		// Within Int, but over the hold's cap: refused before any sum.
+		r = send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "k3",
+			"generalAdmission": []any{
+				map[string]any{"sectionId": ev.GA, "quantity": math.MaxInt32},
+				map[string]any{"sectionId": ev.Seated, "quantity": math.MaxInt32},
+			}}}, hold)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "input.generalAdmission.quantity", field(r))
+	})
+	t.Run("NULInIdempotencyKey", func(t *testing.T) {
+		r := send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "a\x00b", "seatIds": []string{ev.Seats[0]}}}, hold)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "input.idempotencyKey", field(r))
+	})
+	t.Run("NULInAnArgument", func(t *testing.T) {
+		r := send("", map[string]any{"id": "x\x00"}, `query($id: ID!) { event(id: $id) { id } }`)
+		require.Equal(t, "BAD_USER_INPUT", codeOf(r), "%+v", r.Errors)
+		require.Equal(t, "id", field(r))
+	})
+	t.Run("NULInTheTokensSub", func(t *testing.T) {
+		bad := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = "fan\x00" }))
+		r := send(bad, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "k4", "seatIds": []string{ev.Seats[0]}}}, hold)
+		require.Equal(t, "UNAUTHENTICATED", codeOf(r), "%+v", r.Errors)
+	})
+	require.Equal(t, before, snapshotCounts(t, b.app.Pool), "nothing was written")
+	// And a fan's ordinary hold still goes through.
+	r := send(tok, map[string]any{"input": map[string]any{"eventId": ev.ID, "idempotencyKey": "ok", "seatIds": []string{ev.Seats[0]},
+		"generalAdmission": []any{map[string]any{"sectionId": ev.GA, "quantity": 2}}}}, hold)
+	require.Empty(t, r.Errors)
+}
+
+func TestFairUseRateLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ev := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{})
+	token := func(sub string) string {
+		return "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = sub }))
+	}
+	// A hold of a seat that does not exist: refused by the service
+	// (BAD_USER_INPUT or NOT_FOUND) unless the limit refuses it first.
+	bogus := func(i int) string {
+		return fmt.Sprintf(`mutation { createHold(input: {eventId: %q, seatIds: ["%s"], idempotencyKey: "k%d"}) { id } }`,
+			ev.ID, "00000000-0000-7000-8000-000000000000", i)
+	}
+	t.Run("PerUser", func(t *testing.T) {
+		t.Parallel()
+		tok := token("bot-user")
+		limited := 0
+		var retry any
+		for i := range app.FairUse["createHold"].User.Burst + 10 {
+			r := b.graphql(t, tok, bogus(i))
+			if codeOf(r) == "RATE_LIMITED" {
+				limited++
+				retry = r.Errors[0].Extensions["retryAfterSeconds"]
+			}
+		}
+		require.Positive(t, limited)
+		require.NotNil(t, retry)
+		require.GreaterOrEqual(t, retry.(float64), 1.0)
+		// Another user from the same address is not bothered.
+		r := b.graphql(t, token("fan"), bogus(999))
+		require.NotEqual(t, "RATE_LIMITED", codeOf(r))
+	})
+	t.Run("PerAddressOverREST", func(t *testing.T) {
+		t.Parallel()
+		// Many accounts from one address: each under its own limit, the
+		// address over its own.
+		limited := 0
+		var retryAfter string
+		lim := app.FairUse["createOrder"]
+		for i := range lim.Addr.Burst + 40 {
+			req, _ := http.NewRequest("POST", b.srv.URL+"/api/orders", strings.NewReader(`{"holdId":"00000000-0000-7000-8000-000000000000"}`))
+			req.Header.Set("Authorization", token(fmt.Sprintf("acct-%d", i%(lim.Addr.Burst/lim.User.Burst+5))))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", fmt.Sprint("o", i))
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			var body struct{ Error map[string]any }
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests {
+				limited++
+				retryAfter = resp.Header.Get("Retry-After")
+				require.Equal(t, "RATE_LIMITED", body.Error["code"])
+				require.NotNil(t, body.Error["retryAfterSeconds"])
+			}
+		}
+		require.Positive(t, limited)
+		require.NotEmpty(t, retryAfter)
+	})
+	t.Run("ARealFanIsNotBothered", func(t *testing.T) {
+		t.Parallel()
+		// A fan trying a few seats, then a few searches.
+		tok := token("real-fan")
+		for i := range 8 {
+			require.NotEqual(t, "RATE_LIMITED", codeOf(b.graphql(t, tok, bogus(100+i))))
+			require.NotEqual(t, "RATE_LIMITED", codeOf(b.graphql(t, tok, `{ searchEvents(first: 5) { edges { node { id } } } }`)))
+		}
+	})
+	require.Equal(t, 0, snapshotCounts(t, b.app.Pool)["holds"])
+}
+
+func TestFairUseOff(t *testing.T) {
+	t.Parallel()
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"})
+	tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(nil))
+	for range app.FairUse["searchEvents"].User.Burst + 20 {
+		r := b.graphql(t, tok, `{ searchEvents(first: 1) { edges { node { id } } } }`)
+		require.NotEqual(t, "RATE_LIMITED", codeOf(r))
+	}
 }

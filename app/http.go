@@ -118,9 +118,11 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(NewDocumentLimits(1000, a.Cfg.Introspection)) // after APQ, which may supply the query
 	srv.Use(DepthLimit{Max: MaxQueryDepth})
+	srv.Use(&InputCheck{})
 	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity, Sizes: newListSizer(a.Store)})
 	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
+	srv.AroundFields(a.newFairUse().fields) // FairUse (app/fairuse.go)
 	srv.AroundResponses(capErrors)
 	srv.SetErrorPresenter(a.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {

@@ -87,6 +87,8 @@ func setupEnv(t *testing.T, extra map[string]string) *testBundle {
 		"ALLOWED_ORIGINS":     "https://partner.example",
 		// Off by default where development sign-in is off (this URL).
 		"GRAPHQL_INTROSPECTION": "on",
+		// The seat map's and the rate limits' keys of this test only.
+		"SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t),
 	}
 	maps.Copy(env, extra)
 	cfg, err := config.Load(func(k string) string { return env[k] })

@@ -43,6 +43,7 @@ func RequestID(ctx context.Context) string {
 // access log and metrics, panic recovery, body limit, authentication.
 func (a *App) wrap(h http.Handler) http.Handler {
 	h = notePattern(h)
+	h = a.newFairUse().rest(h)
 	h = a.authenticate(h)
 	h = a.limitStreams(h)
 	bodyTimeout := a.BodyReadTimeout

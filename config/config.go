@@ -60,7 +60,8 @@ type Config struct {
 	// PUBLIC_BASE_URL.
 	AllowedOrigins []string
 	// SeatMapRedisPrefix (SEATMAP_REDIS_PREFIX, default empty) is put before
-	// the live seat map's Redis keys and channels; instances that serve the
+	// the live seat map's Redis keys and channels and the request rate
+	// limits' keys; instances that serve the
 	// same clients must share it (tests give each test its own).
 	SeatMapRedisPrefix string
 	// SeatMapCoalesce (SEATMAP_COALESCE, default 100ms) is the shortest time

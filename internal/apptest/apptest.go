@@ -24,7 +24,9 @@ import (
 // is closed when the test ends.
 func New(t testing.TB, env map[string]string) *app.App {
 	t.Helper()
-	defaults := map[string]string{"REDIS_URL": testdb.RedisURL(), "SEARCH_DIR": t.TempDir()}
+	// The test's own Redis key prefix: the seat map's and the rate limits'
+	// keys are not shared with tests running at the same time.
+	defaults := map[string]string{"REDIS_URL": testdb.RedisURL(), "SEARCH_DIR": t.TempDir(), "SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t)}
 	if env["DATABASE_URL"] == "" {
 		defaults["DATABASE_URL"] = testdb.NewDatabase(t)
 	}
