@@ -48,7 +48,9 @@ type App struct {
 	replicaPool   *pgxpool.Pool
 	replicaHealth *store.Health
 	stopHealth    func()
-	Redis         *redis.Client
+	// Redis is one server (REDIS_URL) or a Redis Cluster
+	// (REDIS_CLUSTER_ADDRS); see NewRedis.
+	Redis redis.UniversalClient
 	// Now is the application clock (the database clock still decides expiry).
 	Now func() time.Time
 
@@ -109,14 +111,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		pool.Close()
 		return nil, err
 	}
-	ropt, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := NewRedis(cfg)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, err
 	}
-	// Context deadlines bound socket I/O, so short per-call timeouts (hold
-	// leases: 100ms) hold even when Redis hangs.
-	ropt.ContextTimeoutEnabled = true
 	primary := store.NewHealth(pool)
 	a := &App{
 		Cfg:           cfg,
@@ -124,7 +123,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		Pool:          pool,
 		PrimaryHealth: primary,
 		Store:         store.New(pool).WithHealth(primary),
-		Redis:         redis.NewClient(ropt),
+		Redis:         rdb,
 		Now:           time.Now,
 	}
 	if err := a.initReads(ctx); err != nil {
@@ -166,6 +165,27 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a.Resolver = &resolvers.Resolver{Catalog: a.Catalog, Holds: a.Holds, Queue: a.Queue, SeatMaps: a.SeatMap, Search: a.Search, Orders: a.Orders}
 	return a, nil
+}
+
+// NewRedis is the Redis client of the configuration: a cluster client over
+// REDIS_CLUSTER_ADDRS when set (every key of one event carries the hash tag
+// {eventID}, so its leases, queue and seat-map stream and channel share a
+// slot), else one server from REDIS_URL. Context deadlines bound socket
+// I/O, so short per-call timeouts (hold leases: 100ms) hold even when
+// Redis hangs.
+func NewRedis(cfg config.Config) (redis.UniversalClient, error) {
+	if len(cfg.RedisClusterAddrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                 cfg.RedisClusterAddrs,
+			ContextTimeoutEnabled: true,
+		}), nil
+	}
+	ropt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	ropt.ContextTimeoutEnabled = true
+	return redis.NewClient(ropt), nil
 }
 
 // RunWorkers runs the background workers until ctx ends: the hold sweeper

@@ -55,7 +55,7 @@ func PostgresCheck(pool *pgxpool.Pool) CheckFunc {
 }
 
 // RedisCheck pings Redis.
-func RedisCheck(c *redis.Client) CheckFunc {
+func RedisCheck(c redis.UniversalClient) CheckFunc {
 	return func(ctx context.Context) error { return c.Ping(ctx).Err() }
 }
 

@@ -65,7 +65,7 @@ func (a *App) initSearch() {
 // version, so duplicates are harmless.
 type searchFollower struct {
 	svc          *search.Service
-	rdb          *redis.Client
+	rdb          redis.UniversalClient
 	log          *slog.Logger
 	self         string // this instance, to skip its own announcements
 	channel      string

@@ -133,7 +133,7 @@ type env struct {
 	pool   *pgxpool.Pool
 	st     *store.Store
 	svc    *holds.Service
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	leases *redisstore.Leases
 	prefix string
 }
@@ -145,10 +145,7 @@ func newEnv(t testing.TB, noRedis bool, cfg holds.Config) *env {
 	pool := testdb.NewPool(t)
 	e := &env{pool: pool, st: store.New(pool)}
 	if !noRedis {
-		opt, err := redis.ParseURL(testdb.RedisURL())
-		require.NoError(t, err)
-		e.rdb = redis.NewClient(opt)
-		t.Cleanup(func() { _ = e.rdb.Close() })
+		e.rdb = testdb.NewRedis(t) // one Redis, or the cluster (testdb.RedisCluster)
 		e.prefix = testdb.RedisPrefix(t)
 		e.leases = redisstore.NewLeases(e.rdb, e.prefix)
 		cfg.Leases = e.leases

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/apperr"
@@ -20,10 +19,7 @@ import (
 // leases in front of Postgres (the shared test Redis, a per-test prefix).
 func (e *env) withLeases() {
 	e.t.Helper()
-	opt, err := redis.ParseURL(testdb.RedisURL())
-	require.NoError(e.t, err)
-	rdb := redis.NewClient(opt)
-	e.t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testdb.NewRedis(e.t) // one Redis, or the cluster (testdb.RedisCluster)
 	e.holds = holds.New(e.st, holds.Config{Leases: redisstore.NewLeases(rdb, testdb.RedisPrefix(e.t))})
 	e.t.Cleanup(e.holds.Wait)
 }

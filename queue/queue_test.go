@@ -45,7 +45,10 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func redisClient(t testing.TB, url string) *redis.Client {
+func redisClient(t testing.TB, url string) redis.UniversalClient {
+	if url == testdb.RedisURL() {
+		return testdb.NewRedis(t) // one Redis, or the cluster (testdb.RedisCluster)
+	}
 	opt, err := redis.ParseURL(url)
 	require.NoError(t, err)
 	rdb := redis.NewClient(opt)
@@ -58,7 +61,7 @@ type fixture struct {
 	event, plain string
 	events       fakeEvents
 	prefix       string
-	rdb          *redis.Client
+	rdb          redis.UniversalClient
 	clk          *clock
 }
 
@@ -74,7 +77,7 @@ func newFixture(t testing.TB, saleStart time.Duration) *fixture {
 	return f
 }
 
-func cleanKeys(rdb *redis.Client, prefix string) {
+func cleanKeys(rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var keys []string
@@ -86,7 +89,7 @@ func cleanKeys(rdb *redis.Client, prefix string) {
 	}
 }
 
-func (f *fixture) service(t testing.TB, cfg Config, rdb *redis.Client) *Service {
+func (f *fixture) service(t testing.TB, cfg Config, rdb redis.UniversalClient) *Service {
 	cfg.SigningKey = []byte("test-queue-signing-key-0123456789")
 	cfg.KeyPrefix = f.prefix
 	if cfg.JoinUserRate == 0 {

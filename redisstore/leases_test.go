@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,10 +14,7 @@ import (
 
 func TestLeases(t *testing.T) {
 	t.Parallel()
-	opt, err := redis.ParseURL(testdb.RedisURL())
-	require.NoError(t, err)
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testdb.NewRedis(t)
 	l := redisstore.NewLeases(rdb, testdb.RedisPrefix(t))
 	ctx := context.Background()
 	ev := "ev1"

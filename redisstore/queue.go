@@ -4,9 +4,10 @@ package redisstore
 // script, so any number of API instances and admission controllers can share
 // a queue without double admission.
 //
-// Keys of one event share the hash tag {eventID} (one Redis Cluster slot);
-// the event set and the rate-limit keys are global, so the scripts assume a
-// single Redis primary (the deployment of this project).
+// Every key a script touches carries the hash tag {eventID}, so each
+// script stays in one Redis Cluster slot (one node holds an event's queue,
+// its join limits and its leases). The controller's work list is the one
+// global key; scripts never touch it (see Join and Admit).
 //
 //	<p>queue:{E}:pre   ZSET user -> random score; joins before the sale opens
 //	<p>queue:{E}:q     ZSET user -> sequence (INCR); the ordered queue
@@ -15,8 +16,12 @@ package redisstore
 //	<p>queue:{E}:exp   ZSET user -> when the admission expired (kept 1 h)
 //	<p>queue:{E}:jt    HASH user -> join time (unix ms), for time-in-queue
 //	<p>queue:{E}:meta  HASH start, open, epoch, hold, tokens, tbts, rate, rts
-//	<p>queue:events    SET of events with queue activity (the controller's work list)
-//	<p>queue:rl:u:U / <p>queue:rl:a:ADDR   GCRA rate-limit state (theoretical arrival time)
+//	<p>queue:{E}:listed SET {E} while the event has queue activity (the truth
+//	                   behind the work list, written by the scripts)
+//	<p>queue:events    SET of events with queue activity (the controller's
+//	                   work list, an index of the :listed keys kept by Go)
+//	<p>queue:{E}:rl:u:U / <p>queue:{E}:rl:a:ADDR   GCRA rate-limit state
+//	                   (theoretical arrival time), per event
 //	<p>queue:changed   pub/sub channel; message = event id whose queue moved
 
 import (
@@ -132,9 +137,12 @@ func (s *QueueStore) eventKeys(eventID string) []string {
 	return []string{
 		s.key(eventID, "pre"), s.key(eventID, "q"), s.key(eventID, "seq"),
 		s.key(eventID, "adm"), s.key(eventID, "exp"), s.key(eventID, "jt"),
-		s.key(eventID, "meta"), s.prefix + "queue:events",
+		s.key(eventID, "meta"), s.key(eventID, "listed"),
 	}
 }
+
+// workList is the global set of events with queue activity.
+func (s *QueueStore) workList() string { return s.prefix + "queue:events" }
 
 // Channel is the pub/sub channel announcing that an event's queue moved.
 func (s *QueueStore) Channel() string { return s.prefix + "queue:changed" }
@@ -183,10 +191,14 @@ local function place(user, now)
   if redis.call('ZSCORE', KEYS[5], user) then return {3, 0} end
   return {0, 0}
 end
+-- listed is 1 when this call put the event on its :listed key (Join then
+-- adds it to the global work list).
+local listed = 0
 local function with_rate(p)
   local m = redis.call('HMGET', KEYS[7], 'rate', 'rts')
   p[3] = m[1] or '0'
   p[4] = m[2] or '0'
+  p[5] = listed
   return p
 end
 `
@@ -221,7 +233,7 @@ if p[1] == 1 or p[1] == 2 then return with_rate(p) end
 redis.call('ZREM', KEYS[4], user)
 redis.call('ZREM', KEYS[5], user)
 redis.call('HSET', KEYS[6], user, now)
-redis.call('SADD', KEYS[8], ARGV[4])
+listed = redis.call('SADD', KEYS[8], ARGV[4])
 if redis.call('HGET', KEYS[7], 'open') == '1' then
   redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[3]), user)
   return with_rate({1, redis.call('ZCARD', KEYS[2])})
@@ -347,7 +359,7 @@ func msPerToken(l Limit) float64 {
 // call, and with the Redis error when Redis cannot answer.
 func (s *QueueStore) Join(ctx context.Context, r JoinRequest) (Place, error) {
 	keys := append(s.eventKeys(r.EventID),
-		s.prefix+"queue:rl:u:"+r.UserID, s.prefix+"queue:rl:a:"+r.Addr)
+		s.key(r.EventID, "rl:u:"+r.UserID), s.key(r.EventID, "rl:a:"+r.Addr))
 	addrT := msPerToken(r.AddrLim)
 	if r.Addr == "" {
 		addrT = 0
@@ -360,6 +372,13 @@ func (s *QueueStore) Join(ctx context.Context, r JoinRequest) (Place, error) {
 	if n, _ := v[0].(int64); n == -1 {
 		wait, _ := v[1].(int64)
 		return Place{}, &RateLimitedError{RetryAfter: time.Duration(wait) * time.Millisecond}
+	}
+	if len(v) == 5 && v[4] == int64(1) {
+		// First activity since the event left the work list: index it
+		// (outside the script: the work list is in no event's slot).
+		if err := s.rdb.SAdd(ctx, s.workList(), r.EventID).Err(); err != nil {
+			return Place{}, fmt.Errorf("queue join: %w", err)
+		}
 	}
 	return parsePlace(v)
 }
@@ -375,7 +394,7 @@ func (s *QueueStore) State(ctx context.Context, eventID, userID string, now time
 }
 
 func parsePlace(v []any) (Place, error) {
-	if len(v) != 4 {
+	if len(v) != 4 && len(v) != 5 {
 		return Place{}, errors.New("queue: unexpected script reply")
 	}
 	st, _ := v[0].(int64)
@@ -421,6 +440,25 @@ func (s *QueueStore) Admit(ctx context.Context, eventID string, p AdmitParams) (
 	res.Rate = parseFloat(v[5])
 	idle, _ := v[6].(int64)
 	res.Idle = idle == 1
+	if res.Idle {
+		// The script took the event off its :listed key; take it off the
+		// work list, then put it back if a join listed it again meanwhile
+		// (a join adds to the work list after its script, so whichever
+		// order the two run in, a listed event ends up on the list).
+		if err := s.rdb.SRem(ctx, s.workList(), eventID).Err(); err != nil {
+			return AdmitResult{}, fmt.Errorf("queue admit: %w", err)
+		}
+		again, err := s.rdb.SIsMember(ctx, s.key(eventID, "listed"), eventID).Result()
+		if err != nil {
+			return AdmitResult{}, fmt.Errorf("queue admit: %w", err)
+		}
+		if again {
+			if err := s.rdb.SAdd(ctx, s.workList(), eventID).Err(); err != nil {
+				return AdmitResult{}, fmt.Errorf("queue admit: %w", err)
+			}
+			res.Idle = false
+		}
+	}
 	for i := 0; i < int(n) && 8+2*i < len(v); i++ {
 		u, _ := v[7+2*i].(string)
 		res.Admitted = append(res.Admitted, u)
@@ -433,7 +471,7 @@ func (s *QueueStore) Admit(ctx context.Context, eventID string, p AdmitParams) (
 
 // Events lists the events with queue activity.
 func (s *QueueStore) Events(ctx context.Context) ([]string, error) {
-	return s.rdb.SMembers(ctx, s.prefix+"queue:events").Result()
+	return s.rdb.SMembers(ctx, s.workList()).Result()
 }
 
 // releaseAdmissionScript removes the user's admission if it expires by ARGV[2] (unix

@@ -3,8 +3,20 @@
 # Debian's packages when absent), the sandbox payment provider, the API with
 # its workers and the web app, and the demo catalog. Prints where to open it
 # and a ready-to-paste development token. Ctrl-C stops everything it started.
+#
+#   scripts/dev.sh                  # one API instance on :8080
+#   scripts/dev.sh --instances 3    # three instances behind HAProxy on :8080
 set -euo pipefail
 cd "$(dirname "$0")/.."
+instances=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--instances) instances=${2:?--instances N}; shift 2 ;;
+	--instances=*) instances=${1#*=}; shift ;;
+	*) echo "usage: scripts/dev.sh [--instances N]" >&2; exit 2 ;;
+	esac
+done
+case $instances in '' | *[!0-9]* | 0) echo "--instances: want a positive number, got $instances" >&2; exit 2 ;; esac
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
@@ -12,6 +24,7 @@ ensure_go
 ensure_postgres
 ensure_redis
 ensure_database ticketing
+[ "$instances" -gt 1 ] && ensure_haproxy
 
 mkdir -p data bin
 # Development keys are kept in data/ so that tokens, admission permits and
@@ -50,10 +63,29 @@ trap cleanup EXIT INT TERM
 
 ./bin/ticketing paysim 2>>data/paysim.log &
 pids+=($!)
-./bin/ticketing serve 2>>data/ticketing.log &
-pids+=($!)
-
 port=${HTTP_ADDR##*:}
+if [ "$instances" = 1 ]; then
+	./bin/ticketing serve 2>>data/ticketing.log &
+	pids+=($!)
+else
+	# N instances on the ports after $port (every one runs the workers: all
+	# of them are safe on several instances), HAProxy on $port in front;
+	# they share PUBLIC_BASE_URL (the load balancer) and the keys of
+	# data/dev.env, and trust HAProxy's X-Forwarded-For.
+	backends=()
+	for i in $(seq 1 "$instances"); do
+		p=$((port + i))
+		backends+=("$p")
+		HTTP_ADDR=127.0.0.1:$p PUBLIC_BASE_URL=${PUBLIC_BASE_URL:-http://127.0.0.1:$port} TRUSTED_PROXIES=127.0.0.1/32 \
+			SEARCH_DIR=data/search-$i ./bin/ticketing serve 2>>"data/ticketing-$i.log" &
+		pids+=($!)
+	done
+	haproxy_config "$port" "${backends[@]}" >data/haproxy.cfg
+	log "HAProxy on :$port in front of ports ${backends[*]} (data/haproxy.cfg)"
+	haproxy -f data/haproxy.cfg -db 2>>data/haproxy.log &
+	pids+=($!)
+fi
+
 for _ in $(seq 1 60); do
 	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
 	sleep 0.5
@@ -71,7 +103,7 @@ cat <<MSG
     GraphQL:     http://127.0.0.1:$port/graphql
     Payments:    http://127.0.0.1:${PAYSIM_ADDR##*:}/  (sandbox provider: latest payments, /metrics)
     Metrics:     http://127.0.0.1:$port/metrics
-    Logs:        data/ticketing.log, data/paysim.log
+    Logs:        data/ticketing.log (data/ticketing-N.log per instance), data/paysim.log
 
   Paste into the Playground's HTTP HEADERS:
     {"Authorization": "Bearer $fan"}

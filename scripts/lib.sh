@@ -172,3 +172,48 @@ ensure_redis_cluster() {
 	done
 	die "the Redis Cluster did not reach cluster_state:ok"
 }
+
+ensure_haproxy() {
+	command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || apt_install haproxy
+}
+
+# haproxy_config LISTEN_PORT BACKEND_PORT... prints the HAProxy configuration
+# of N API instances on loopback behind one port (scripts/dev.sh --instances
+# and the chaos suite's multi-instance scenarios): round robin, an instance
+# leaves the rotation after two failed /healthz checks 500 ms apart and
+# comes back after one good one; a request whose connection was refused is
+# sent to another instance (never a request an instance may have started);
+# WebSocket and SSE streams stay open for an hour. /healthz, not /readyz, is
+# the check: with the primary Postgres down an instance still serves browsing
+# from the replica (see README, "When Postgres is down").
+haproxy_config() {
+	local listen=$1 i=0 p
+	shift
+	cat <<CFG
+global
+	maxconn 8000
+defaults
+	mode http
+	timeout connect 2s
+	timeout client 60s
+	timeout server 60s
+	timeout tunnel 1h
+	timeout http-request 30s
+	retries 2
+	retry-on conn-failure
+	option redispatch
+frontend ticketing
+	bind 127.0.0.1:$listen
+	option forwardfor
+	default_backend api
+backend api
+	balance roundrobin
+	option httpchk GET /healthz
+	http-check expect status 200
+	default-server inter 500ms fall 2 rise 1
+CFG
+	for p in "$@"; do
+		printf '\tserver api%d 127.0.0.1:%d check\n' "$i" "$p"
+		i=$((i + 1))
+	done
+}

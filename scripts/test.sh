@@ -47,6 +47,14 @@ go test -race -count=1 -timeout 15m ./... 2>&1 | tee tmp/go-test.log
 status=${PIPESTATUS[0]}
 [ "$status" = 0 ] || die "go test failed (log: tmp/go-test.log)"
 
+log "go test -race on the Redis Cluster: leases, holds, queue, seat map, orders"
+# The same tests with every Redis client a cluster client over the three
+# primaries (testdb.RedisCluster; the Apps get REDIS_CLUSTER_ADDRS): a
+# script or pipeline touching keys of two slots would fail with CROSSSLOT.
+TEST_REDIS_MODE=cluster go test -race -count=1 -timeout 15m ./redisstore ./holds ./queue ./seatmap ./orders 2>&1 | tee tmp/go-test-cluster.log
+status=${PIPESTATUS[0]}
+[ "$status" = 0 ] || die "go test on the Redis Cluster failed (log: tmp/go-test-cluster.log)"
+
 if [ -x e2e/run.sh ]; then
 	log "browser tests"
 	e2e/run.sh

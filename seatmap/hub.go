@@ -23,6 +23,9 @@ type hub struct {
 	stop    chan struct{}
 	ready   chan struct{} // closed once lastID is known (or err set)
 	err     error
+	// ps is the hub's own sharded subscription (SSUBSCRIBE) to the event's
+	// channel: on Redis Cluster it lives on the node of the event's slot.
+	ps *redis.PubSub
 
 	mu      sync.Mutex // guards subs, lastID, stopped and the subscribers
 	subs    map[*subscriber]struct{}
@@ -239,13 +242,11 @@ const busyRecheck = 5 * time.Millisecond
 // (in that order, so nothing is missed between the two).
 func (h *hub) start(ctx context.Context) error {
 	s := h.s
-	s.psMu.Lock()
-	err := s.ps.Subscribe(ctx, s.channel(h.eventID))
-	s.psMu.Unlock()
-	if err != nil {
+	h.ps = s.rdb.SSubscribe(ctx)
+	if err := h.ps.SSubscribe(ctx, s.channel(h.eventID)); err != nil {
 		return fmt.Errorf("seat map subscribe: %w", err)
 	}
-	s.dispatch.Do(func() { go s.dispatchLoop() })
+	go h.dispatch(h.ps)
 	last, err := s.Cursor(ctx, h.eventID)
 	if err != nil {
 		return err
@@ -256,33 +257,19 @@ func (h *hub) start(ctx context.Context) error {
 	return nil
 }
 
-// unsubscribe leaves the channel unless a newer hub of the event took it.
+// unsubscribe closes the hub's subscription.
 func (h *hub) unsubscribe() {
-	s := h.s
-	s.psMu.Lock()
-	defer s.psMu.Unlock()
-	s.mu.Lock()
-	replaced := s.hubs[h.eventID] != nil
-	s.mu.Unlock()
-	if !replaced {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = s.ps.Unsubscribe(ctx, s.channel(h.eventID))
-		cancel()
+	if h.ps != nil {
+		_ = h.ps.Close()
 	}
 }
 
-// dispatchLoop routes pub/sub notifications to the hubs.
-func (s *Service) dispatchLoop() {
-	for msg := range s.ps.Channel(redis.WithChannelSize(1024)) {
-		ev := msg.Channel[len(s.channel("")):]
-		s.mu.Lock()
-		h := s.hubs[ev]
-		s.mu.Unlock()
-		if h != nil {
-			select {
-			case h.wake <- struct{}{}:
-			default:
-			}
+// dispatch wakes the hub on each notification until ps is closed.
+func (h *hub) dispatch(ps *redis.PubSub) {
+	for range ps.Channel(redis.WithChannelSize(64)) {
+		select {
+		case h.wake <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -92,7 +92,7 @@ func (s *Service) Publish(ctx context.Context, rows []outbox.Row) error {
 			Stream: s.streamKey(ev), MaxLen: s.cfg.MaxLen, Approx: true,
 			Values: []any{"u", b},
 		})
-		pipe.Publish(ctx, s.channel(ev), "")
+		pipe.SPublish(ctx, s.channel(ev), "")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("seat map publish: %w", err)

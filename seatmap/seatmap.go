@@ -113,7 +113,7 @@ type Config struct {
 
 // Service publishes seat map changes and serves snapshots and subscriptions.
 type Service struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	st  *store.Store
 	cfg Config
 	log *slog.Logger
@@ -121,10 +121,6 @@ type Service struct {
 
 	mu   sync.Mutex
 	hubs map[string]*hub
-
-	psMu     sync.Mutex // orders pub/sub (un)subscriptions of hubs
-	ps       *redis.PubSub
-	dispatch sync.Once
 
 	sf     singleflight.Group
 	cacheM sync.Mutex
@@ -140,7 +136,7 @@ type cached struct {
 }
 
 // New returns a Service. Close it to release its pub/sub connection.
-func New(rdb *redis.Client, st *store.Store, cfg Config) *Service {
+func New(rdb redis.UniversalClient, st *store.Store, cfg Config) *Service {
 	if cfg.MaxLen <= 0 {
 		cfg.MaxLen = 10000
 	}
@@ -167,7 +163,6 @@ func New(rdb *redis.Client, st *store.Store, cfg Config) *Service {
 		hubs:  map[string]*hub{},
 		cache: map[string]cached{},
 	}
-	s.ps = rdb.Subscribe(context.Background())
 	return s
 }
 
@@ -181,11 +176,14 @@ func (s *Service) Close() error {
 	for _, h := range hubs {
 		h.shutdown()
 	}
-	return s.ps.Close()
+	return nil
 }
 
-func (s *Service) streamKey(eventID string) string { return s.cfg.Prefix + "seatmap:" + eventID }
-func (s *Service) channel(eventID string) string   { return s.cfg.Prefix + "seatmap:n:" + eventID }
+// The event's stream and its (sharded) notification channel share the
+// hash tag {eventID}: on Redis Cluster both live on the node of the
+// event's slot, with its leases and queue.
+func (s *Service) streamKey(eventID string) string { return s.cfg.Prefix + "seatmap:{" + eventID + "}" }
+func (s *Service) channel(eventID string) string   { return s.cfg.Prefix + "seatmap:n:{" + eventID + "}" }
 
 // checkEvent validates the id and that the event exists.
 func (s *Service) checkEvent(ctx context.Context, eventID string) error {

@@ -30,7 +30,7 @@ import (
 // a GA section of 5 units.
 type bundle struct {
 	st      *store.Store
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	prefix  string
 	holds   *holds.Service
 	eventID string
@@ -43,10 +43,7 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := testdb.NewPool(t)
-	opt, err := redis.ParseURL(testdb.RedisURL())
-	require.NoError(t, err)
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testdb.NewRedis(t) // one Redis, or the cluster (testdb.RedisCluster)
 	b := &bundle{st: store.New(pool), rdb: rdb, prefix: testdb.RedisPrefix(t),
 		eventID: uuid.NewString(), section: uuid.NewString(), ga: uuid.NewString()}
 	t.Cleanup(func() {
@@ -410,8 +407,8 @@ func TestCursorFromALostStreamGetsSnapshot(t *testing.T) {
 	publish(0)
 	old, err := svc.Cursor(ctx, b.eventID)
 	require.NoError(t, err)
-	publish(1)                                                              // the client never sees this one...
-	require.NoError(t, b.rdb.Del(ctx, b.prefix+"seatmap:"+b.eventID).Err()) // ...Redis loses it
+	publish(1)                                                                   // the client never sees this one...
+	require.NoError(t, b.rdb.Del(ctx, b.prefix+"seatmap:{"+b.eventID+"}").Err()) // ...Redis loses it
 	require.Eventually(t, func() bool { publish(2); c, _ := svc.Cursor(ctx, b.eventID); return c != old },
 		5*time.Second, time.Millisecond, "a new stream with a later id")
 

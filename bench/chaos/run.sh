@@ -11,13 +11,13 @@
 #   TICKETING_BIN=/path/to/ticketing bench/chaos/run.sh   # skip building it
 #
 # Scenarios (outage default in brackets):
-#   kill-api   kill -9 of one of two API instances mid-checkout, restart [5 s]
+#   kill-api   kill -9 of one of two API instances (behind HAProxy) mid-checkout, restart [5 s]
 #   redis      the private redis-server stopped, restarted empty [30 s]
 #   relay      the only worker instance (relay) stopped, restarted [60 s];
 #              ticketing_projection_lag_seconds rises and recovers
 #   webhooks   paysim drops every webhook, then reset [60 s]
 #   postgres   a private Postgres cluster (initdb, own port) restarted [10 s]
-#   two-apis   two API instances behind a round robin of ports, no failure
+#   two-apis   two API instances behind HAProxy, no failure
 #
 # Never touches the shared Redis (6379) or the shared Postgres server except
 # to create and drop its own databases. Reports: bench/out/flashsale-*-<scenario>.{txt,html}.

@@ -19,7 +19,7 @@ type scenario struct {
 
 var scenarios = map[string]scenario{
 	"": {setup: func(*Config) {}, run: func(context.Context, *Run) {}},
-	// Two API instances behind a round robin of ports, no fault.
+	// Two API instances behind HAProxy (-lb, the default), no fault.
 	"two-apis": {setup: func(c *Config) { c.APIs = 2 }, run: func(context.Context, *Run) {}},
 	// kill -9 of one of two API instances in the middle of checkouts, then restart.
 	"kill-api": {setup: func(c *Config) { c.APIs = 2 }, run: func(ctx context.Context, r *Run) {

@@ -47,7 +47,9 @@ type Config struct {
 	Ramp, Think, PollEvery, OrderSettle, Settle, MaxDuration, FaultPhase          time.Duration
 	ReconcileAfter, ChaosFor, AdmissionTTL                                        time.Duration
 	Faults, SplitWorkers, Keep, Progress, PublicPerInstance                       bool
-	DBBase, Bin, Out, Scenario, Secret                                            string
+	// LB is "haproxy" (default) or "round-robin".
+	LB                                 string
+	DBBase, Bin, Out, Scenario, Secret string
 }
 
 // DefaultConfig is a quick run: 2,000 buyers on 1,000 seats + 1,000 GA.
@@ -58,7 +60,7 @@ func DefaultConfig() Config {
 		Ramp: 20 * time.Second, Think: 3 * time.Second, PollEvery: 1500 * time.Millisecond, OrderSettle: 2 * time.Minute,
 		Settle: 4 * time.Minute, MaxDuration: 15 * time.Minute, FaultPhase: 15 * time.Second, ReconcileAfter: 10 * time.Second,
 		AdmissionTTL: 2 * time.Minute,
-		Faults:       true, Progress: true,
+		Faults:       true, Progress: true, LB: "haproxy",
 		DBBase: "postgres:///postgres?host=/var/run/postgresql&user=postgres", Out: "bench/out",
 		Secret: "flashsale-dev-secret-0123456789abcdef",
 	}
@@ -74,7 +76,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.AdmitRate, "admit-rate", c.AdmitRate, "QUEUE_ADMIT_RATE (admissions/s)")
 	fs.IntVar(&c.Window, "window", c.Window, "QUEUE_WINDOW (admitted buyers in checkout at once)")
 	fs.IntVar(&c.HoldAttempts, "hold-attempts", c.HoldAttempts, "createHold attempts per buyer (another choice after SEAT_UNAVAILABLE)")
-	fs.IntVar(&c.APIs, "apis", c.APIs, "API instances (the generator alternates between them)")
+	fs.IntVar(&c.APIs, "apis", c.APIs, "API instances (behind -lb)")
+	fs.StringVar(&c.LB, "lb", c.LB, "what is in front of the API instances: haproxy (Debian's, installed when missing) or round-robin (the generator alternates between the instances; the webhooks' front door is an in-process proxy)")
 	fs.IntVar(&c.Paysims, "paysims", c.Paysims, "paysim instances (they share the database; each delivers webhooks one at a time)")
 	fs.BoolVar(&c.SplitWorkers, "split-workers", c.SplitWorkers, "API instances with --workers=false plus one separate worker instance")
 	fs.Float64Var(&c.SnapshotFrac, "snapshot-frac", c.SnapshotFrac, "share of buyers that also load the full Event.seatMap snapshot")

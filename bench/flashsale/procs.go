@@ -278,3 +278,53 @@ func frontDoor(bases []string) (string, func(), error) {
 	go func() { _ = srv.Serve(l) }()
 	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }
+
+// startHAProxy writes the configuration of scripts/lib.sh haproxy_config
+// for the API ports (installing HAProxy first when it is missing) and
+// starts it on a free port; it returns its URL.
+func (r *Run) startHAProxy(ports []int) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	listen := freePort()
+	args := []string{"-c", `. scripts/lib.sh && ensure_haproxy && haproxy_config "$@"`, "haproxy_config", strconv.Itoa(listen)}
+	for _, p := range ports {
+		args = append(args, strconv.Itoa(p))
+	}
+	cmd := exec.Command("bash", args...)
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	cfg, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("haproxy_config: %w", err)
+	}
+	file := filepath.Join(r.dir, "haproxy.cfg")
+	if err := os.WriteFile(file, cfg, 0o644); err != nil {
+		return "", err
+	}
+	bin := "haproxy"
+	if _, err := exec.LookPath(bin); err != nil {
+		bin = "/usr/sbin/haproxy"
+	}
+	r.lb = &Proc{Name: "haproxy", Path: bin, Args: []string{"-f", file, "-db"}, Log: filepath.Join(r.dir, "haproxy.log")}
+	if err := r.lb.Start(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", listen), nil
+}
+
+// waitHealthy polls u until it answers 200.
+func waitHealthy(u string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s: not healthy after %s", u, within)
+}

@@ -46,6 +46,7 @@ type Run struct {
 	pg                         *PrivatePostgres
 	pool                       *pgxpool.Pool
 	stopDoor                   func()
+	lb                         *Proc // HAProxy (-lb haproxy)
 	extra                      []*Proc
 	joined, admitted, finished atomic.Int64
 	inCheckout, ordersCreated  atomic.Int64
@@ -223,11 +224,20 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 		ports[i] = freePort()
 		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", ports[i]))
 	}
-	public, stopDoor, err := frontDoor(bases)
-	if err != nil {
-		return err
+	var public string
+	if cfg.LB == "haproxy" {
+		// A real load balancer (HAProxy from Debian, scripts/lib.sh
+		// haproxy_config) in front of the instances; the buyers go through it.
+		if public, err = r.startHAProxy(ports); err != nil {
+			return err
+		}
+	} else {
+		var stopDoor func()
+		if public, stopDoor, err = frontDoor(bases); err != nil {
+			return err
+		}
+		r.stopDoor = stopDoor
 	}
-	r.stopDoor = stopDoor
 	env := func(port int) []string {
 		if cfg.PublicPerInstance {
 			public = fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -279,7 +289,14 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 			return err
 		}
 	}
-	r.C = NewClient(bases, 30*time.Second)
+	if cfg.LB == "haproxy" {
+		if err := waitHealthy(public+"/healthz", 60*time.Second); err != nil {
+			return fmt.Errorf("haproxy: %w (see %s)", err, r.lb.Log)
+		}
+		r.C = NewClient([]string{public}, 30*time.Second)
+	} else {
+		r.C = NewClient(bases, 30*time.Second)
+	}
 	_ = r.C.JSON(ctx, http.MethodDelete, r.paysimURL+"/v1/faults", nil)
 	if r.pool, err = pgxpool.New(ctx, r.dbURL); err != nil {
 		return err
@@ -288,7 +305,7 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 }
 
 func (r *Run) teardown() {
-	for _, p := range append(append(r.apis, r.worker, r.paysim), r.extra...) {
+	for _, p := range append(append(r.apis, r.worker, r.paysim, r.lb), r.extra...) {
 		if p != nil {
 			p.Stop()
 		}

@@ -42,6 +42,8 @@ import (
 var (
 	baseURL   = flag.String("db", "postgres:///postgres?host=/var/run/postgresql&user=postgres", "Postgres server (any database; a fresh one is created)")
 	redisURL  = flag.String("redis", "redis://127.0.0.1:6379/15", "Redis")
+	redisClus = flag.String("redis-cluster", "", "REDIS_CLUSTER_ADDRS of a Redis Cluster to use instead of -redis (e.g. the test suite's 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103)")
+	baselines = flag.Bool("baselines", true, "also run the pgbench baselines")
 	poolMax   = flag.Int("pool", 16, "app pgx pool_max_conns")
 	clients   = flag.String("clients", "8,64", "concurrent clients per run")
 	duration  = flag.Duration("duration", 8*time.Second, "length of each run")
@@ -86,7 +88,11 @@ func main() {
 	dbURL := u.String()
 
 	env := map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": *redisURL, "JWT_HS256_SECRET": secret,
-		"ABUSE_LIMITS": "off"} // every buyer is one address
+		"REDIS_CLUSTER_ADDRS": *redisClus,
+		"ABUSE_LIMITS":        "off"} // every buyer is one address
+	if *redisClus != "" {
+		log.Printf("Redis Cluster %s", *redisClus)
+	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	check(err)
 	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler))
@@ -149,6 +155,9 @@ func main() {
 		}
 	}
 
+	if !*baselines {
+		return
+	}
 	// The baseline: the bare conditional UPDATE + outbox INSERT. The app's
 	// idle connections are closed first, so pgbench's clients fit in
 	// max_connections on a server shared with other databases.

@@ -20,13 +20,17 @@ import (
 )
 
 // New returns an App configured by env; DATABASE_URL (a fresh database),
-// REDIS_URL and SEARCH_DIR (a temp dir) are filled in when absent. The App
+// REDIS_URL (and REDIS_CLUSTER_ADDRS when the tests run on the cluster,
+// testdb.RedisCluster) and SEARCH_DIR (a temp dir) are filled in when
+// absent. The App
 // is closed when the test ends.
 func New(t testing.TB, env map[string]string) *app.App {
 	t.Helper()
+	defaults := testdb.RedisEnv() // REDIS_URL, and REDIS_CLUSTER_ADDRS in cluster mode
+	defaults["SEARCH_DIR"] = t.TempDir()
 	// The test's own Redis key prefix: the seat map's and the rate limits'
 	// keys are not shared with tests running at the same time.
-	defaults := map[string]string{"REDIS_URL": testdb.RedisURL(), "SEARCH_DIR": t.TempDir(), "SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t)}
+	defaults["SEATMAP_REDIS_PREFIX"] = testdb.RedisPrefix(t)
 	if env["DATABASE_URL"] == "" {
 		defaults["DATABASE_URL"] = testdb.NewDatabase(t)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ticketing/ticketing/migrations"
 	"github.com/ticketing/ticketing/store"
@@ -182,4 +183,49 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 // RedisPrefix returns a key prefix unique to the test.
 func RedisPrefix(t testing.TB) string {
 	return "test:" + uuid.NewString()[:8] + ":"
+}
+
+// RedisCluster reports whether tests run against the Redis Cluster
+// (TEST_REDIS_MODE=cluster with TEST_REDIS_CLUSTER_ADDRS, as scripts/test.sh
+// sets for its cluster pass) instead of one Redis (TEST_REDIS_URL).
+func RedisCluster() []string {
+	if os.Getenv("TEST_REDIS_MODE") != "cluster" {
+		return nil
+	}
+	var out []string
+	for _, a := range strings.Split(os.Getenv("TEST_REDIS_CLUSTER_ADDRS"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// NewRedis is a client of the test Redis: the cluster in cluster mode
+// (RedisCluster), else RedisURL. Closed when the test ends.
+func NewRedis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	var c redis.UniversalClient
+	if addrs := RedisCluster(); len(addrs) > 0 {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
+	} else {
+		opt, err := redis.ParseURL(RedisURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.ContextTimeoutEnabled = true
+		c = redis.NewClient(opt)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// RedisEnv is the App's Redis settings for tests: REDIS_URL, plus
+// REDIS_CLUSTER_ADDRS in cluster mode.
+func RedisEnv() map[string]string {
+	env := map[string]string{"REDIS_URL": RedisURL()}
+	if addrs := RedisCluster(); len(addrs) > 0 {
+		env["REDIS_CLUSTER_ADDRS"] = strings.Join(addrs, ",")
+	}
+	return env
 }

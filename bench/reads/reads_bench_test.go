@@ -1,0 +1,173 @@
+// Package reads benchmarks the browsing path with the primary Postgres up
+// and with it stopped (served by the streaming replica): searchEvents and
+// event pages (event with venue, prices and seat map) through the real App
+// over HTTP, from 16 clients, with a query mix that rarely repeats. It
+// reports numbers; it asserts only that browsing answers in both phases.
+//
+//	READS_BENCH_EVENTS=2000 READS_BENCH_DURATION=10s go test -count=1 ./bench/reads -run TestReadsBenchmark -v -timeout 20m
+//
+// It needs the private primary and replica of scripts/test.sh
+// (TEST_PRIMARY_URL, TEST_REPLICA_URL, TEST_PRIMARY_PGDATA, TEST_PG_BIN; see
+// scripts/lib.sh ensure_pg_replica).
+package reads
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/internal/apptest"
+	"github.com/ticketing/ticketing/internal/testdb"
+	"github.com/ticketing/ticketing/search/searchtest"
+	"github.com/ticketing/ticketing/store"
+)
+
+const clients = 16
+
+const gqlSearch = `query($f: EventSearchInput, $first: Int) { searchEvents(filter: $f, first: $first) {
+  totalCount edges { cursor node { id name startsAt category venue { name city } } } } }`
+
+const gqlEvent = `query($id: ID!) { event(id: $id) { id name startsAt
+  venue { name city sections { id name kind } }
+  prices { section { id } price { amount currency } }
+  availability { available capacity }
+  seatMap { cursor seats { seatId status version } generalAdmission { sectionId available version } } } }`
+
+var words = []string{"jazz", "rock", "flamenco", "opera", "teatro", "ballet", "tango", "circo", "magia", "blues",
+	"festival", "noche", "gala", "summer", "winter", "madrid", "sevilla", "london", "paris", "lisboa", "musica",
+	"comedia", "futbol", "tenis", "salsa", "indie", "electronica", "orquesta", "guitarra", "zarzuela"}
+
+type result struct {
+	search, page []time.Duration
+	failed       int
+	took         time.Duration
+}
+
+func TestReadsBenchmark(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("READS_BENCH_EVENTS"))
+	if n == 0 {
+		t.Skip("set READS_BENCH_EVENTS (e.g. 2000) to run the read-path benchmark")
+	}
+	dur := 10 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("READS_BENCH_DURATION")); err == nil && d > 0 {
+		dur = d
+	}
+	pair := testdb.PrivateReplicated(t)
+	primary, replica := pair.NewDatabase(t)
+	a := apptest.New(t, map[string]string{"DATABASE_URL": primary, "DATABASE_READ_URL": replica,
+		"SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t)})
+	base := apptest.Serve(t, a).URL
+	cat, err := searchtest.Generate(t.Context(), store.New(a.Pool), n, max(20, n/50), max(50, n/20), 7, time.Now())
+	require.NoError(t, err)
+	for i := 0; i < len(cat.EventIDs); i += 500 {
+		_, err = store.New(a.Pool).InventoryCreate(t.Context(), cat.EventIDs[i:min(i+500, len(cat.EventIDs))])
+		require.NoError(t, err)
+	}
+	_, err = a.Search.Rebuild(t.Context())
+	require.NoError(t, err)
+	pair.CaughtUp(t)
+	t.Logf("%d events, %d clients, %s per phase, search caches on (queries rarely repeat)", len(cat.EventIDs), clients, dur)
+
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	post := func(query string, vars map[string]any) error {
+		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+		resp, err := hc.Post(base+"/graphql", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Errors []json.RawMessage `json:"errors"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			return err
+		}
+		if len(r.Errors) > 0 {
+			return fmt.Errorf("%s", r.Errors[0])
+		}
+		return nil
+	}
+	phase := func(seed uint64) result {
+		var mu sync.Mutex
+		var res result
+		var wg sync.WaitGroup
+		start := time.Now()
+		end := start.Add(dur)
+		for c := range clients {
+			wg.Go(func() {
+				rnd := rand.New(rand.NewPCG(seed, uint64(c)))
+				for time.Now().Before(end) {
+					var err error
+					t0 := time.Now()
+					isSearch := rnd.IntN(2) == 0
+					if isSearch {
+						f := map[string]any{"text": words[rnd.IntN(len(words))] + " " + words[rnd.IntN(len(words))]}
+						if rnd.IntN(3) == 0 {
+							f["city"] = searchtest.Cities[rnd.IntN(len(searchtest.Cities))].Name
+						}
+						err = post(gqlSearch, map[string]any{"f": f, "first": 5 + rnd.IntN(16)})
+					} else {
+						err = post(gqlEvent, map[string]any{"id": cat.EventIDs[rnd.IntN(len(cat.EventIDs))]})
+					}
+					d := time.Since(t0)
+					mu.Lock()
+					if isSearch {
+						res.search = append(res.search, d)
+					} else {
+						res.page = append(res.page, d)
+					}
+					if err != nil {
+						if res.failed < 3 {
+							t.Logf("failed: %v", err)
+						}
+						res.failed++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		res.took = time.Since(start)
+		return res
+	}
+	report := func(name string, r result) {
+		for _, k := range []struct {
+			what string
+			lat  []time.Duration
+		}{{"search", r.search}, {"event page", r.page}} {
+			sort.Slice(k.lat, func(i, j int) bool { return k.lat[i] < k.lat[j] })
+			if len(k.lat) == 0 {
+				continue
+			}
+			t.Logf("%-22s %-10s %6d req %7.0f req/s  p50 %6.1f ms  p99 %6.1f ms", name, k.what, len(k.lat),
+				float64(len(k.lat))/r.took.Seconds(), ms(pct(k.lat, 0.5)), ms(pct(k.lat, 0.99)))
+		}
+		t.Logf("%-22s failed: %d", name, r.failed)
+	}
+
+	up := phase(1)
+	report("primary up", up)
+	require.Zero(t, up.failed)
+
+	pair.StopPrimary(t)
+	down := phase(2) // other queries: not answered from the caches of phase 1
+	report("primary down (replica)", down)
+	require.Zero(t, down.failed, "browsing must keep answering from the replica")
+	pair.StartPrimary(t)
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	return lat[min(len(lat)-1, int(float64(len(lat))*p))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
