@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/redisstore"
@@ -78,6 +79,9 @@ type Service struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedEvent
+	// loads makes a burst of joins for an event not in the cache one
+	// Postgres read, not one per joiner.
+	loads singleflight.Group
 
 	knownMu sync.Mutex
 	known   map[string]epochSeen
@@ -121,7 +125,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 	bg, stop := context.WithCancel(context.Background())
 	return &Service{
 		cfg:    cfg.withDefaults(),
-		store:  redisstore.NewQueueStore(d.Redis, cfg.KeyPrefix),
+		store:  redisstore.NewQueueStore(d.Redis, cfg.KeyPrefix, redisstore.WithStallTimeout(cfg.withDefaults().StallTimeout)),
 		events: d.Events,
 		now:    d.Now,
 		log:    d.Log,
@@ -145,6 +149,15 @@ func (s *Service) op(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, s.cfg.OpTimeout)
 }
 
+// turn bounds a join or position read, the calls a crowd makes at once:
+// they wait their turn behind each other (up to Config.WaitTimeout, or the
+// caller's own deadline) and fail early only when Redis cannot be reached
+// (at once) or leaves a call unanswered for Config.StallTimeout (see
+// redisstore.WithStallTimeout).
+func (s *Service) turn(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.WaitTimeout)
+}
+
 func unavailable(op string, err error) error {
 	return fmt.Errorf("queue %s: %w", op, errors.Join(apperr.ErrServiceUnavailable, err))
 }
@@ -161,17 +174,27 @@ func (s *Service) event(ctx context.Context, id string) (store.Event, error) {
 	if ok && now.Sub(c.at) < eventCacheTTL {
 		return c.ev, nil
 	}
-	evs, err := s.events.EventsByIDs(ctx, []string{id})
+	v, err, _ := s.loads.Do(id, func() (any, error) {
+		// Detached from the first caller, so its cancellation does not fail
+		// the others that share the read.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.WaitTimeout)
+		defer cancel()
+		evs, err := s.events.EventsByIDs(lctx, []string{id})
+		if err != nil {
+			return nil, fmt.Errorf("queue: event %s: %w", id, err)
+		}
+		if len(evs) == 0 {
+			return nil, fmt.Errorf("queue: event %s: %w", id, apperr.ErrNotFound)
+		}
+		s.cacheMu.Lock()
+		s.cache[id] = cachedEvent{ev: evs[0], at: now}
+		s.cacheMu.Unlock()
+		return evs[0], nil
+	})
 	if err != nil {
-		return store.Event{}, fmt.Errorf("queue: event %s: %w", id, err)
+		return store.Event{}, err
 	}
-	if len(evs) == 0 {
-		return store.Event{}, fmt.Errorf("queue: event %s: %w", id, apperr.ErrNotFound)
-	}
-	s.cacheMu.Lock()
-	s.cache[id] = cachedEvent{ev: evs[0], at: now}
-	s.cacheMu.Unlock()
-	return evs[0], nil
+	return v.(store.Event), nil
 }
 
 // Join puts the user in the event's queue, or returns the place it already
@@ -201,7 +224,7 @@ func (s *Service) Join(ctx context.Context, eventID, userID, clientAddr string) 
 	if ev.SaleEndsAt != nil && !now.Before(*ev.SaleEndsAt) {
 		return Ticket{}, fmt.Errorf("queue join: %w", apperr.ErrSaleNotOpen)
 	}
-	octx, cancel := s.op(ctx)
+	octx, cancel := s.turn(ctx)
 	defer cancel()
 	p, err := s.store.Join(octx, redisstore.JoinRequest{
 		EventID: eventID, UserID: userID, Addr: clientAddr,
@@ -236,7 +259,7 @@ func (s *Service) Ticket(ctx context.Context, eventID, userID string) (*Ticket, 
 		return nil, err
 	}
 	now := s.now()
-	octx, cancel := s.op(ctx)
+	octx, cancel := s.turn(ctx)
 	defer cancel()
 	p, err := s.store.State(octx, eventID, userID, now)
 	if err != nil {
