@@ -183,3 +183,54 @@ func TestBurstReadsTheEventOnce(t *testing.T) {
 	wg.Wait()
 	require.LessOrEqual(t, ev.reads.Load(), int64(3), "one read per burst (a straggler may start a second)")
 }
+
+// TestUpdatesBeforeJoin: a stream opened before the user joined waits for
+// the join, starts with the ticket the join gave, then streams the changes;
+// a join on another instance (another Service on the same Redis) is seen
+// too.
+func TestUpdatesBeforeJoin(t *testing.T) {
+	f := newFixture(t, -time.Hour)
+	cfg := Config{AdmitRate: 1000, AdmitBurst: 1, Window: 100, Refresh: time.Hour}
+	s := f.service(t, cfg, nil)
+	other := f.service(t, cfg, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recv := func(ch <-chan Ticket) Ticket {
+		t.Helper()
+		select {
+		case tk, ok := <-ch:
+			require.True(t, ok, "stream closed")
+			return tk
+		case <-time.After(30 * time.Second):
+			t.Fatal("no message")
+			return Ticket{}
+		}
+	}
+
+	_, err := s.Join(ctx, f.event, "ahead", "")
+	require.NoError(t, err)
+	here, err := s.Updates(ctx, f.event, "me")
+	require.NoError(t, err, "no NOT_FOUND before the join")
+	there, err := s.Updates(ctx, f.event, "you")
+	require.NoError(t, err)
+	select {
+	case tk := <-here:
+		t.Fatalf("a message before the join: %+v", tk)
+	default:
+	}
+	joined, err := s.Join(ctx, f.event, "me", "")
+	require.NoError(t, err)
+	first := recv(here)
+	require.Equal(t, Waiting, first.Status)
+	require.Equal(t, joined.Position, first.Position)
+	require.Equal(t, 2, first.Position)
+
+	_, err = other.Join(ctx, f.event, "you", "")
+	require.NoError(t, err)
+	require.Equal(t, 3, recv(there).Position, "a join on another instance")
+
+	f.clk.Add(time.Second)
+	_, err = s.AdmitEvent(ctx, f.event) // admits "ahead" (burst 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, recv(here).Position)
+}

@@ -52,6 +52,9 @@ type Config struct {
 	WaitTimeout time.Duration
 	// Refresh is the period of queueUpdates refreshes without a change.
 	Refresh time.Duration
+	// JoinWait is how long a queueUpdates stream opened before the user
+	// joined waits for the join.
+	JoinWait time.Duration
 	// KeyPrefix prefixes every Redis key (tests use testdb.RedisPrefix).
 	KeyPrefix string
 }
@@ -73,6 +76,7 @@ func DefaultConfig() Config {
 		WaitTimeout:   15 * time.Second,
 		StallTimeout:  3 * time.Second,
 		Refresh:       5 * time.Second,
+		JoinWait:      5 * time.Minute,
 	}
 }
 
@@ -107,6 +111,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Refresh <= 0 {
 		c.Refresh = d.Refresh
+	}
+	if c.JoinWait <= 0 {
+		c.JoinWait = d.JoinWait
 	}
 	return c
 }

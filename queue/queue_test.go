@@ -491,8 +491,8 @@ func TestUpdatesAndEstimate(t *testing.T) {
 		_, err := s.Join(ctx, f.event, u, "")
 		require.NoError(t, err)
 	}
-	_, err := s.Updates(ctx, f.event, "stranger")
-	require.ErrorIs(t, err, apperr.ErrNotFound)
+	_, err := s.Updates(ctx, f.plain, "user-00002")
+	require.ErrorIs(t, err, apperr.ErrNotFound, "an event without a queue")
 	ch, err := s.Updates(ctx, f.event, "user-00002")
 	require.NoError(t, err)
 	first := <-ch
