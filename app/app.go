@@ -83,8 +83,11 @@ type App struct {
 	Auth *auth.Verifier
 	// Metrics is the process's Prometheus registry, served on /metrics;
 	// register collectors named ticketing_* on it.
-	Metrics  *prometheus.Registry
-	platform platform
+	Metrics *prometheus.Registry
+	// BodyReadTimeout bounds reading a request body (default 30 s); set it
+	// before Handler.
+	BodyReadTimeout time.Duration
+	platform        platform
 }
 
 // New connects to Postgres and Redis, applies the migrations and builds the
@@ -146,7 +149,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
-	a.Holds = holds.New(a.Store, holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log})
+	// The hold lane takes three quarters of the main pool, so catalog
+	// reads, seat map snapshots and the sweeper always find a connection.
+	a.Holds = holds.New(a.Store, holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log,
+		Concurrency: max(4, int(pool.Config().MaxConns)*3/4)})
 	a.Metrics.MustRegister(a.Holds.Collectors()...)
 	a.AddReadinessCheck("holds_redis_leases", func(context.Context) error {
 		if a.Holds.Degraded() {

@@ -30,17 +30,7 @@ const DevTokenTTL = 12 * time.Hour
 // DevSignInEnabled decides whether development sign-in is on for cfg-like
 // inputs: the HS256 secret, PUBLIC_BASE_URL and the DEV_SIGNIN variable.
 func DevSignInEnabled(hs256Secret, publicBaseURL, devSignIn string) bool {
-	if hs256Secret == "" {
-		return false
-	}
-	switch strings.ToLower(strings.TrimSpace(devSignIn)) {
-	case "1", "true", "yes", "on":
-		return true
-	case "":
-		return config.IsLoopbackURL(publicBaseURL)
-	default: // "false", "0", "off" and anything unexpected: off
-		return false
-	}
+	return config.DevSignInOn(hs256Secret, publicBaseURL, devSignIn)
 }
 
 // devSubject turns a display name into the token subject "dev-<slug>", or ""

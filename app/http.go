@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -102,6 +101,7 @@ func (a *App) graphqlHandler() http.Handler {
 		},
 		MaxSubscriptions:  MaxSubscriptionsPerConnection,
 		SubscriptionLimit: subscriptionLimitError,
+		Detach:            keepStreamSlot,
 	})
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: wsKeepAlive})
 	srv.AddTransport(transport.Options{})
@@ -109,12 +109,21 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.AddTransport(transport.POST{})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	srv.Use(extension.Introspection{})
+	srv.SetParserTokenLimit(MaxQueryTokens)
+	if a.Cfg.Introspection {
+		srv.Use(extension.Introspection{})
+	} else {
+		srv.SetDisableSuggestion(true)
+	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(NewDocumentLimits(1000, a.Cfg.Introspection)) // after APQ, which may supply the query
 	srv.Use(DepthLimit{Max: MaxQueryDepth})
-	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity})
+	srv.Use(&InputCheck{})
+	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity, Sizes: newListSizer(a.Store)})
 	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
+	srv.AroundFields(a.newFairUse().fields) // FairUse (app/fairuse.go)
+	srv.AroundResponses(capErrors)
 	srv.SetErrorPresenter(a.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
 		a.Log.ErrorContext(ctx, "panic in resolver", "request_id", RequestID(ctx), "panic", fmt.Sprint(v))
@@ -199,7 +208,9 @@ func (a *App) presentError(ctx context.Context, err error) *gqlerror.Error {
 		gerr.Message = d.Message
 		gerr.Extensions = map[string]any{"code": d.Code}
 		maps.Copy(gerr.Extensions, d.Extensions)
-	case errors.As(err, &rerr) || gerr.Err == nil:
+	case errors.As(err, &rerr) || (gerr.Err == nil && len(gerr.Path) > 0):
+		// A resolver's error, or one gqlgen raised while executing a field
+		// (a null for a non-null field): the server's fault.
 		level := slog.LevelError
 		if apperr.Abandoned(ctx, err) {
 			level = slog.LevelDebug // the client went away mid-request
@@ -208,6 +219,14 @@ func (a *App) presentError(ctx context.Context, err error) *gqlerror.Error {
 			"path", gerr.Path.String(), "err", err)
 		gerr.Message = "internal error"
 		gerr.Extensions = map[string]any{"code": "INTERNAL"}
+	case gerr.Err == nil:
+		// Raised by gqlgen before any field ran: a body that does not
+		// decode (a JSON array batch, variables nested too deep), a bad
+		// persisted-query hash. The client's fault; its message may quote
+		// the body, so it is cut short, and logged once at info.
+		gerr.Message = truncate(gerr.Message, 200)
+		a.Log.InfoContext(ctx, "graphql bad request", "request_id", RequestID(ctx), "err", gerr.Message)
+		gerr.Extensions = map[string]any{"code": "BAD_USER_INPUT"}
 	default:
 		gerr.Extensions = map[string]any{"code": "BAD_USER_INPUT"}
 	}
@@ -238,7 +257,10 @@ func markResolverErrors(ctx context.Context, next graphql.Resolver) (any, error)
 // memory with every live subscription.
 type ComplexityLimit struct {
 	Max int
-	es  graphql.ExecutableSchema
+	// Sizes prices the seat and section lists (nil: as the largest venue
+	// of the floors in app/complexity.go).
+	Sizes *listSizer
+	es    graphql.ExecutableSchema
 }
 
 var _ interface {
@@ -260,7 +282,8 @@ func (l *ComplexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 	if oc.Operation == nil {
 		return nil
 	}
-	c := complexity.Calculate(ctx, l.es, oc.Operation, oc.Variables)
+	w := costWalker{es: l.es, vars: oc.Variables, sizes: l.Sizes}
+	c := w.set(ctx, oc.Operation.SelectionSet, nil)
 	if c <= l.Max {
 		return nil
 	}

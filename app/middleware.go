@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -42,10 +43,17 @@ func RequestID(ctx context.Context) string {
 // access log and metrics, panic recovery, body limit, authentication.
 func (a *App) wrap(h http.Handler) http.Handler {
 	h = notePattern(h)
+	h = a.newFairUse().rest(h)
 	h = a.authenticate(h)
-	h = limitBody(h)
+	h = a.limitStreams(h)
+	bodyTimeout := a.BodyReadTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = bodyReadTimeout
+	}
+	h = limitBody(h, bodyTimeout)
 	h = a.recoverPanics(h)
 	h = a.observe(h)
+	h = securityHeaders(h)
 	return withRequestID(h)
 }
 
@@ -91,11 +99,11 @@ func (a *App) observe(next http.Handler) http.Handler {
 		if rec.hijacked {
 			code = "101"
 		}
-		a.platform.httpDuration.WithLabelValues(r.Method, route, code).Observe(d.Seconds())
+		a.platform.httpDuration.WithLabelValues(metricMethod(r.Method), route, code).Observe(d.Seconds())
 		attrs := []slog.Attr{
 			slog.String("request_id", RequestID(r.Context())),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
+			slog.String("method", truncate(r.Method, 16)),
+			slog.String("path", truncate(r.URL.Path, 256)),
 			slog.String("route", route),
 			slog.String("status", code),
 			slog.Int64("bytes", rec.bytes),
@@ -135,8 +143,10 @@ func (a *App) recoverPanics(next http.Handler) http.Handler {
 
 // limitBody reads bodies up to MaxBodyBytes in full before the handler runs,
 // so an oversized body is refused with a clean 413 whether or not it
-// announced its length, and a slow sender is cut after bodyReadTimeout.
-func limitBody(next http.Handler) http.Handler {
+// announced its length, and a slow sender is cut after timeout: it gets
+// a 400 with Connection: close and the connection ends (the read deadline
+// stays in the past, so net/http does not wait for the rest of the body).
+func limitBody(next http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Only a real WebSocket handshake is left alone (it has no body);
 		// any other request with an Upgrade header is read and limited.
@@ -149,13 +159,15 @@ func limitBody(next http.Handler) http.Handler {
 			return
 		}
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+		_ = rc.SetReadDeadline(time.Now().Add(timeout))
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
-			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "could not read the request body")
+			w.Header().Set("Connection", "close")
+			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "could not read the request body in time")
+			_ = rc.Flush()
 			return
 		}
+		_ = rc.SetReadDeadline(time.Time{})
 		if len(body) > MaxBodyBytes {
 			tooLarge(w, r)
 			return
@@ -195,15 +207,22 @@ func (a *App) authenticate(next http.Handler) http.Handler {
 // writeError answers in the error shape of the path: a GraphQL response on
 // /graphql, the REST error shape elsewhere.
 func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	writeErrorExt(w, r, status, code, msg, nil)
+}
+
+// writeErrorExt is writeError with extensions (beside the code).
+func writeErrorExt(w http.ResponseWriter, r *http.Request, status int, code, msg string, ext map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	var body any
 	if r.URL.Path == "/graphql" {
-		body = map[string]any{"errors": []any{map[string]any{
-			"message": msg, "extensions": map[string]any{"code": code},
-		}}, "data": nil}
+		e := map[string]any{"code": code}
+		maps.Copy(e, ext)
+		body = map[string]any{"errors": []any{map[string]any{"message": msg, "extensions": e}}, "data": nil}
 	} else {
-		body = map[string]any{"error": map[string]any{"code": code, "message": msg}}
+		e := map[string]any{"code": code, "message": msg}
+		maps.Copy(e, ext)
+		body = map[string]any{"error": e}
 	}
 	_ = json.NewEncoder(w).Encode(body)
 }

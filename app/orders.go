@@ -12,6 +12,7 @@ import (
 	"github.com/ticketing/ticketing/orders"
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
+	"github.com/ticketing/ticketing/tickets"
 )
 
 // initOrders builds the payment provider (PAYMENTS_PROVIDER; STRIPE_SECRET_KEY
@@ -21,11 +22,16 @@ func (a *App) initOrders() error {
 	if err != nil {
 		return err
 	}
+	keys, err := tickets.ParseKeys(a.Cfg.TicketSigningKey)
+	if err != nil {
+		return fmt.Errorf("TICKET_SIGNING_KEY: %w", err)
+	}
 	cfg := orders.Config{
 		Provider:      p,
 		ProviderName:  a.Cfg.PaymentsProvider,
 		PublicBaseURL: a.Cfg.PublicBaseURL,
-		TicketKey:     []byte(a.Cfg.TicketSigningKey),
+		TicketKeys:    keys,
+		Holds:         a.Holds,
 		Log:           a.Log,
 		Now:           a.Now,
 		// Load tests and chaos runs settle faster (zero: the defaults).

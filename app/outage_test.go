@@ -21,7 +21,7 @@ import (
 
 const outageSecret = "outage-secret-0123456789abcdef"
 
-const eventPageQuery = `query($id: ID!) { event(id: $id) { id name
+const outageEventQuery = `query($id: ID!) { event(id: $id) { id name
 	venue { name sections { id name } }
 	prices { section { id } price { amount currency } }
 	seatMap { cursor seats { seatId status } generalAdmission { sectionId available } } } }`
@@ -120,7 +120,7 @@ func TestBrowsingSurvivesPrimaryOutage(t *testing.T) {
 		require.Equal(t, ev.ID, s.SearchEvents.Edges[0].Node.ID)
 
 		var p eventPage
-		require.Empty(t, apptest.GraphQL(t, base, "", eventPageQuery, map[string]any{"id": ev.ID}, &p))
+		require.Empty(t, apptest.GraphQL(t, base, "", outageEventQuery, map[string]any{"id": ev.ID}, &p))
 		require.NotNil(t, p.Event)
 		require.Equal(t, "Hall", p.Event.Venue.Name)
 		require.Len(t, p.Event.Venue.Sections, 2)
@@ -153,7 +153,7 @@ func TestBrowsingSurvivesPrimaryOutage(t *testing.T) {
 	t.Run("ReplicaServesBrowsing", browse)
 	t.Run("ReplicaServesUnseenEvent", func(t *testing.T) {
 		var p eventPage
-		require.Empty(t, apptest.GraphQL(t, base, "", eventPageQuery, map[string]any{"id": fresh.ID}, &p))
+		require.Empty(t, apptest.GraphQL(t, base, "", outageEventQuery, map[string]any{"id": fresh.ID}, &p))
 		require.NotNil(t, p.Event)
 		require.Equal(t, "Fresh", p.Event.Name)
 		require.Len(t, p.Event.SeatMap.Seats, 10)
@@ -198,7 +198,7 @@ func TestCatalogCacheWithoutReplica(t *testing.T) {
 	seen := fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{Name: "Seen"})
 	unseen := fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{Name: "Unseen"})
 	var p eventPage
-	require.Empty(t, apptest.GraphQL(t, base, "", eventPageQuery, map[string]any{"id": seen.ID}, &p))
+	require.Empty(t, apptest.GraphQL(t, base, "", outageEventQuery, map[string]any{"id": seen.ID}, &p))
 	code, _ := getJSON(t, base+"/api/events/"+seen.ID)
 	require.Equal(t, http.StatusOK, code)
 
@@ -206,7 +206,7 @@ func TestCatalogCacheWithoutReplica(t *testing.T) {
 	require.Eventually(t, func() bool { return !a.PrimaryHealth.Up() }, 10*time.Second, 20*time.Millisecond)
 
 	var again eventPage
-	require.Empty(t, apptest.GraphQL(t, base, "", eventPageQuery, map[string]any{"id": seen.ID}, &again))
+	require.Empty(t, apptest.GraphQL(t, base, "", outageEventQuery, map[string]any{"id": seen.ID}, &again))
 	require.NotNil(t, again.Event)
 	require.Equal(t, p.Event.Name, again.Event.Name)
 	require.Len(t, again.Event.Prices, 2)
@@ -214,7 +214,7 @@ func TestCatalogCacheWithoutReplica(t *testing.T) {
 	code, body := getJSON(t, base+"/api/events/"+seen.ID)
 	require.Equal(t, http.StatusOK, code, body)
 
-	errs := apptest.GraphQL(t, base, "", eventPageQuery, map[string]any{"id": unseen.ID}, &again)
+	errs := apptest.GraphQL(t, base, "", outageEventQuery, map[string]any{"id": unseen.ID}, &again)
 	require.Equal(t, "SERVICE_UNAVAILABLE", errCode(errs), fmt.Sprint(errs))
 	_, ready := getJSON(t, base+"/readyz")
 	require.Equal(t, store.ModeReadOnlyCache, ready["mode"])

@@ -23,6 +23,7 @@ var (
 	ErrQueueAdmissionRequired = errors.New("this sale is queue-protected: a valid admission token is required")
 	ErrSaleNotOpen            = errors.New("the sale is not open")
 	ErrPaymentInProgress      = errors.New("another payment attempt of this order is still open")
+	ErrRefundNotAllowed       = errors.New("the order cannot be refunded on request: not CONFIRMED, past the event's refund deadline, or the event has no refunds")
 	ErrServiceUnavailable     = errors.New("a dependency is unavailable; try again shortly")
 )
 
@@ -130,6 +131,7 @@ var sentinels = []struct {
 	{ErrQueueAdmissionRequired, "QUEUE_ADMISSION_REQUIRED", http.StatusPreconditionRequired},
 	{ErrSaleNotOpen, "SALE_NOT_OPEN", http.StatusConflict},
 	{ErrPaymentInProgress, "PAYMENT_IN_PROGRESS", http.StatusConflict},
+	{ErrRefundNotAllowed, "REFUND_NOT_ALLOWED", http.StatusConflict},
 	{ErrServiceUnavailable, "SERVICE_UNAVAILABLE", http.StatusServiceUnavailable},
 }
 

@@ -19,6 +19,10 @@ type User struct {
 // IsAdmin reports whether the caller may administer the catalog.
 func (u User) IsAdmin() bool { return slices.Contains(u.Roles, "admin") }
 
+// IsStaff reports whether the caller may admit tickets at the door
+// (checkIn): the staff or the admin role.
+func (u User) IsStaff() bool { return u.IsAdmin() || slices.Contains(u.Roles, "staff") }
+
 type ctxKey struct{}
 
 // WithUser returns ctx carrying u.
@@ -62,6 +66,19 @@ func RequireAdmin(ctx context.Context) (User, error) {
 		return u, err
 	}
 	if !u.IsAdmin() {
+		return u, apperr.ErrForbidden
+	}
+	return u, nil
+}
+
+// RequireStaff returns the caller if it has the staff or admin role, else
+// ErrUnauthenticated or ErrForbidden.
+func RequireStaff(ctx context.Context) (User, error) {
+	u, err := Require(ctx)
+	if err != nil {
+		return u, err
+	}
+	if !u.IsStaff() {
 		return u, apperr.ErrForbidden
 	}
 	return u, nil

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -163,6 +165,11 @@ func (v *Verifier) VerifyUntil(token string) (User, time.Time, error) {
 	if strings.TrimSpace(c.Subject) == "" {
 		return User{}, time.Time{}, fmt.Errorf("%w: token has no sub", apperr.ErrUnauthenticated)
 	}
+	if !storableSubject(c.Subject) {
+		// The sub is stored as the owner of holds and orders: a NUL byte
+		// (which Postgres cannot store) or control characters are refused.
+		return User{}, time.Time{}, fmt.Errorf("%w: the token's sub is not a usable user id", apperr.ErrUnauthenticated)
+	}
 	u := User{ID: c.Subject, Roles: slices.Clip(c.Roles)} // Clip: an append by a caller never writes into the cached entry
 	v.verified.Add(token, verifiedToken{user: u, exp: exp, until: minTime(exp, now.Add(verifiedTTL))})
 	return u, exp, nil
@@ -287,4 +294,22 @@ func Mint(secret, issuer, audience, sub string, roles []string, ttl time.Duratio
 		Roles: roles,
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(secret))
+}
+
+// MaxSubjectLength is the longest sub accepted (it is stored with every
+// hold and order).
+const MaxSubjectLength = 255
+
+// storableSubject reports whether sub is valid UTF-8, at most
+// MaxSubjectLength bytes, without control characters.
+func storableSubject(sub string) bool {
+	if len(sub) > MaxSubjectLength || !utf8.ValidString(sub) {
+		return false
+	}
+	for _, r := range sub {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

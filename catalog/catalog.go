@@ -168,6 +168,9 @@ type EventInput struct {
 	HoldDurationSeconds int
 	QueueRequired       bool
 	RefundPolicy        string
+	// RefundDeadline: requestRefund is allowed until then; nil: no
+	// refunds on request.
+	RefundDeadline *time.Time
 }
 
 // PriceInput is the price of one section.
@@ -307,7 +310,7 @@ func (s *Service) createEvents(ctx context.Context, ins []EventInput, announce b
 			ID: in.ID, VenueID: in.VenueID, Name: in.Name, Description: in.Description, Category: in.Category,
 			StartsAt: in.StartsAt, EndsAt: in.EndsAt, SaleStartsAt: in.SaleStartsAt, SaleEndsAt: in.SaleEndsAt,
 			MaxTicketsPerUser: in.MaxTicketsPerUser, HoldDurationSeconds: in.HoldDurationSeconds,
-			QueueRequired: in.QueueRequired, RefundPolicy: in.RefundPolicy, Version: 1,
+			QueueRequired: in.QueueRequired, RefundPolicy: in.RefundPolicy, RefundDeadline: in.RefundDeadline, Version: 1,
 		}
 		ids[i], versions[i] = in.ID, 1
 		venueIDs[in.VenueID] = true
@@ -576,6 +579,8 @@ func (s *Service) SeatMap(ctx context.Context, eventID string) (SeatMap, error) 
 func (s *Service) SaleStatus(e Event, a Availability) string {
 	now := s.now()
 	switch {
+	case e.CancelledAt != nil:
+		return SaleEnded
 	case now.Before(e.SaleStartsAt):
 		return SaleNotOnSaleYet
 	case e.SaleEndsAt != nil && !now.Before(*e.SaleEndsAt):

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +60,8 @@ type Config struct {
 	// PUBLIC_BASE_URL.
 	AllowedOrigins []string
 	// SeatMapRedisPrefix (SEATMAP_REDIS_PREFIX, default empty) is put before
-	// the live seat map's Redis keys and channels; instances that serve the
+	// the live seat map's Redis keys and channels and the request rate
+	// limits' keys; instances that serve the
 	// same clients must share it (tests give each test its own).
 	SeatMapRedisPrefix string
 	// SeatMapCoalesce (SEATMAP_COALESCE, default 100ms) is the shortest time
@@ -75,6 +77,16 @@ type Config struct {
 	// Queue is the virtual waiting room's configuration (QUEUE_* and
 	// TRUSTED_PROXIES, see queue.ConfigFromEnv), signed with QueueSigningKey.
 	Queue queue.Config
+	// Introspection (GRAPHQL_INTROSPECTION: on/off, default: on exactly
+	// where development sign-in is on) allows __schema/__type queries and
+	// the "did you mean" suggestions of validation errors.
+	Introspection bool
+	// AbuseLimits (ABUSE_LIMITS: on/off, default on) turns the per-address
+	// and per-user request rate limits and HoldLimitPerAddress on.
+	AbuseLimits bool
+	// HoldLimitPerAddress (HOLD_LIMIT_PER_ADDRESS, default 40, 0 = no cap)
+	// is the most tickets held at once from one client address per event.
+	HoldLimitPerAddress int
 	// GeneratedKeys names the signing keys that were not set and got a
 	// random value for this process (development only: see Warnings).
 	GeneratedKeys []string
@@ -98,6 +110,33 @@ func (c Config) Warnings() []string {
 		out = append(out, "PAYMENTS_WEBHOOK_SECRET is the public development default while PUBLIC_BASE_URL is not a loopback address: anyone can sign notifications")
 	}
 	return out
+}
+
+// onOff parses a switch: on/off, true/false, 1/0, yes/no.
+func onOff(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "on", "true", "1", "yes":
+		return true, nil
+	case "off", "false", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("config: %s: want on or off, got %q", name, v)
+}
+
+// DevSignInOn decides whether development sign-in is on: an HS256 secret
+// and either DEV_SIGNIN on, or DEV_SIGNIN unset with a loopback
+// PUBLIC_BASE_URL.
+func DevSignInOn(hs256Secret, publicBaseURL, devSignIn string) bool {
+	if hs256Secret == "" {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(devSignIn)) {
+	case "":
+		return IsLoopbackURL(publicBaseURL)
+	case "1", "true", "on", "yes":
+		return true
+	}
+	return false
 }
 
 // IsLoopbackURL reports whether raw's host is localhost or a loopback IP
@@ -153,6 +192,25 @@ func Load(getenv func(string) string) (Config, error) {
 	c.DebugAddr = get("DEBUG_ADDR", "")
 	c.DevSignIn = get("DEV_SIGNIN", "")
 	c.StripeSecretKey = get("STRIPE_SECRET_KEY", "")
+	var err error
+	if c.AbuseLimits, err = onOff("ABUSE_LIMITS", get("ABUSE_LIMITS", "on")); err != nil {
+		return c, err
+	}
+	if v := get("GRAPHQL_INTROSPECTION", ""); v != "" {
+		if c.Introspection, err = onOff("GRAPHQL_INTROSPECTION", v); err != nil {
+			return c, err
+		}
+	} else {
+		c.Introspection = DevSignInOn(c.JWTHS256Secret, c.PublicBaseURL, c.DevSignIn)
+	}
+	c.HoldLimitPerAddress = 40
+	if v := get("HOLD_LIMIT_PER_ADDRESS", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1_000_000 {
+			return c, fmt.Errorf("config: HOLD_LIMIT_PER_ADDRESS: want a whole number from 0 (no cap) to 1000000, got %q", v)
+		}
+		c.HoldLimitPerAddress = n
+	}
 	durations := []struct {
 		name string
 		dst  *time.Duration
@@ -250,8 +308,10 @@ func (c Config) validate() error {
 	if len(c.QueueSigningKey) < 16 {
 		return fmt.Errorf("config: QUEUE_SIGNING_KEY: must be at least 16 bytes")
 	}
-	if len(c.TicketSigningKey) < 16 {
-		return fmt.Errorf("config: TICKET_SIGNING_KEY: must be at least 16 bytes")
+	for _, k := range strings.Split(c.TicketSigningKey, ",") {
+		if len(strings.TrimSpace(k)) < 16 {
+			return fmt.Errorf("config: TICKET_SIGNING_KEY: every key (comma-separated, the first signs) must be at least 16 bytes")
+		}
 	}
 	if c.PaymentsSecret == "" {
 		return fmt.Errorf("config: PAYMENTS_WEBHOOK_SECRET: must not be empty")

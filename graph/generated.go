@@ -62,9 +62,16 @@ type ComplexityRoot struct {
 		Sold      func(childComplexity int) int
 	}
 
+	CheckInResult struct {
+		Admitted func(childComplexity int) int
+		Reason   func(childComplexity int) int
+		Ticket   func(childComplexity int) int
+	}
+
 	Event struct {
 		Artists        func(childComplexity int) int
 		Availability   func(childComplexity int) int
+		CancelledAt    func(childComplexity int) int
 		Category       func(childComplexity int) int
 		Description    func(childComplexity int) int
 		EndsAt         func(childComplexity int) int
@@ -132,15 +139,18 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CancelHold   func(childComplexity int, id string) int
-		CreateArtist func(childComplexity int, input model.CreateArtistInput) int
-		CreateEvent  func(childComplexity int, input model.CreateEventInput) int
-		CreateHold   func(childComplexity int, input model.CreateHoldInput) int
-		CreateOrder  func(childComplexity int, input model.CreateOrderInput) int
-		CreateVenue  func(childComplexity int, input model.CreateVenueInput) int
-		JoinQueue    func(childComplexity int, eventID string) int
-		LeaveQueue   func(childComplexity int, eventID string) int
-		RetryPayment func(childComplexity int, orderID string, idempotencyKey string) int
+		CancelEvent   func(childComplexity int, id string, reason string) int
+		CancelHold    func(childComplexity int, id string) int
+		CheckIn       func(childComplexity int, eventID string, code string) int
+		CreateArtist  func(childComplexity int, input model.CreateArtistInput) int
+		CreateEvent   func(childComplexity int, input model.CreateEventInput) int
+		CreateHold    func(childComplexity int, input model.CreateHoldInput) int
+		CreateOrder   func(childComplexity int, input model.CreateOrderInput) int
+		CreateVenue   func(childComplexity int, input model.CreateVenueInput) int
+		JoinQueue     func(childComplexity int, eventID string) int
+		LeaveQueue    func(childComplexity int, eventID string) int
+		RequestRefund func(childComplexity int, orderID string, idempotencyKey string) int
+		RetryPayment  func(childComplexity int, orderID string, idempotencyKey string) int
 	}
 
 	Order struct {
@@ -214,6 +224,7 @@ type ComplexityRoot struct {
 		HoldDurationSeconds func(childComplexity int) int
 		MaxTicketsPerUser   func(childComplexity int) int
 		QueueRequired       func(childComplexity int) int
+		RefundDeadline      func(childComplexity int) int
 		RefundPolicy        func(childComplexity int) int
 		SaleEndsAt          func(childComplexity int) int
 		SaleStartsAt        func(childComplexity int) int
@@ -280,6 +291,7 @@ type ComplexityRoot struct {
 		ID      func(childComplexity int) int
 		Seat    func(childComplexity int) int
 		Section func(childComplexity int) int
+		Status  func(childComplexity int) int
 	}
 
 	Venue struct {
@@ -313,6 +325,7 @@ type EventResolver interface {
 	Prices(ctx context.Context, obj *model.Event) ([]*model.SectionPrice, error)
 	Availability(ctx context.Context, obj *model.Event) (*model.Availability, error)
 	SeatMap(ctx context.Context, obj *model.Event) (*model.SeatMap, error)
+
 	MinPrice(ctx context.Context, obj *model.Event) (*model.Money, error)
 	MaxPrice(ctx context.Context, obj *model.Event) (*model.Money, error)
 	SaleStatus(ctx context.Context, obj *model.Event) (model.SaleStatus, error)
@@ -338,6 +351,9 @@ type MutationResolver interface {
 	CreateVenue(ctx context.Context, input model.CreateVenueInput) (*model.Venue, error)
 	CreateArtist(ctx context.Context, input model.CreateArtistInput) (*model.Artist, error)
 	CreateEvent(ctx context.Context, input model.CreateEventInput) (*model.Event, error)
+	RequestRefund(ctx context.Context, orderID string, idempotencyKey string) (*model.Order, error)
+	CancelEvent(ctx context.Context, id string, reason string) (*model.Event, error)
+	CheckIn(ctx context.Context, eventID string, code string) (*model.CheckInResult, error)
 }
 type OrderResolver interface {
 	Hold(ctx context.Context, obj *model.Order) (*model.Hold, error)
@@ -458,6 +474,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Availability.Sold(childComplexity), true
 
+	case "CheckInResult.admitted":
+		if e.ComplexityRoot.CheckInResult.Admitted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckInResult.Admitted(childComplexity), true
+	case "CheckInResult.reason":
+		if e.ComplexityRoot.CheckInResult.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckInResult.Reason(childComplexity), true
+	case "CheckInResult.ticket":
+		if e.ComplexityRoot.CheckInResult.Ticket == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CheckInResult.Ticket(childComplexity), true
+
 	case "Event.artists":
 		if e.ComplexityRoot.Event.Artists == nil {
 			break
@@ -470,6 +505,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Event.Availability(childComplexity), true
+	case "Event.cancelledAt":
+		if e.ComplexityRoot.Event.CancelledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.CancelledAt(childComplexity), true
 	case "Event.category":
 		if e.ComplexityRoot.Event.Category == nil {
 			break
@@ -719,6 +760,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Money.Currency(childComplexity), true
 
+	case "Mutation.cancelEvent":
+		if e.ComplexityRoot.Mutation.CancelEvent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelEvent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelEvent(childComplexity, args["id"].(string), args["reason"].(string)), true
 	case "Mutation.cancelHold":
 		if e.ComplexityRoot.Mutation.CancelHold == nil {
 			break
@@ -730,6 +782,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelHold(childComplexity, args["id"].(string)), true
+	case "Mutation.checkIn":
+		if e.ComplexityRoot.Mutation.CheckIn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_checkIn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CheckIn(childComplexity, args["eventId"].(string), args["code"].(string)), true
 	case "Mutation.createArtist":
 		if e.ComplexityRoot.Mutation.CreateArtist == nil {
 			break
@@ -807,6 +870,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.LeaveQueue(childComplexity, args["eventId"].(string)), true
+	case "Mutation.requestRefund":
+		if e.ComplexityRoot.Mutation.RequestRefund == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requestRefund_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequestRefund(childComplexity, args["orderId"].(string), args["idempotencyKey"].(string)), true
 	case "Mutation.retryPayment":
 		if e.ComplexityRoot.Mutation.RetryPayment == nil {
 			break
@@ -1149,6 +1223,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SaleConditions.QueueRequired(childComplexity), true
+	case "SaleConditions.refundDeadline":
+		if e.ComplexityRoot.SaleConditions.RefundDeadline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaleConditions.RefundDeadline(childComplexity), true
 	case "SaleConditions.refundPolicy":
 		if e.ComplexityRoot.SaleConditions.RefundPolicy == nil {
 			break
@@ -1407,6 +1487,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Ticket.Section(childComplexity), true
+	case "Ticket.status":
+		if e.ComplexityRoot.Ticket.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ticket.Status(childComplexity), true
 
 	case "Venue.address":
 		if e.ComplexityRoot.Venue.Address == nil {
@@ -2057,6 +2143,62 @@ input SectionPriceInput {
   currency: String!
 }
 
+# ---------------------------------------------------------------- after the sale (added 2026-12-01)
+
+extend enum ErrorCode {
+  "requestRefund after saleConditions.refundDeadline, on an event without refunds, or on an order that is not CONFIRMED."
+  REFUND_NOT_ALLOWED
+}
+
+extend enum OrderStatus {
+  "Was CONFIRMED, then refunded in full: by the buyer's requestRefund, by the event's cancellation, or by a refund or dispute that the payment provider reported. Its tickets are VOID; the money's state is on the payment (REFUND_PENDING, then REFUNDED)."
+  REFUNDED
+}
+
+enum TicketStatus {
+  VALID
+  "Admitted at the door once (checkIn)."
+  USED
+  "Grants no entry: its order was refunded or its event cancelled."
+  VOID
+}
+
+extend type Ticket {
+  status: TicketStatus!
+}
+
+extend type SaleConditions {
+  "A buyer may refund a confirmed order with requestRefund until this instant; null: no refunds on request."
+  refundDeadline: Time
+}
+
+extend input CreateEventInput {
+  refundDeadline: Time
+}
+
+extend type Event {
+  "When an admin cancelled the event (cancelEvent); null otherwise."
+  cancelledAt: Time
+}
+
+type CheckInResult {
+  "True the first time a VALID ticket of this event is presented; false when it is USED, VOID, of another event, or the code does not verify."
+  admitted: Boolean!
+  "Null when the code does not verify."
+  ticket: Ticket
+  "Why not admitted: ALREADY_USED, VOID, OTHER_EVENT or INVALID_CODE."
+  reason: String
+}
+
+extend type Mutation {
+  "Refund the caller's own CONFIRMED order before saleConditions.refundDeadline: its tickets become VOID and its seats return to sale at once; the payment goes REFUND_PENDING, then REFUNDED. The same key returns the first result."
+  requestRefund(orderId: ID!, idempotencyKey: String!): Order!
+  "Admin: cancel an event. Its sale closes, active holds end, every CONFIRMED order becomes REFUNDED (tickets VOID) and every open payment is voided or refunded. Repeating it changes nothing."
+  cancelEvent(id: ID!, reason: String!): Event!
+  "Door staff (roles contains staff or admin): admit a ticket by its code, once."
+  checkIn(eventId: ID!, code: String!): CheckInResult!
+}
+
 # ================================================================ extensions
 #
 # Everything below extends the shared contract (../shared/api/contract.graphqls,
@@ -2189,6 +2331,18 @@ func (ec *executionContext) childFields_Availability(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type Availability", field.Name)
 }
 
+func (ec *executionContext) childFields_CheckInResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "admitted":
+		return ec.fieldContext_CheckInResult_admitted(ctx, field)
+	case "ticket":
+		return ec.fieldContext_CheckInResult_ticket(ctx, field)
+	case "reason":
+		return ec.fieldContext_CheckInResult_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CheckInResult", field.Name)
+}
+
 func (ec *executionContext) childFields_Event(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2215,6 +2369,8 @@ func (ec *executionContext) childFields_Event(ctx context.Context, field graphql
 		return ec.fieldContext_Event_availability(ctx, field)
 	case "seatMap":
 		return ec.fieldContext_Event_seatMap(ctx, field)
+	case "cancelledAt":
+		return ec.fieldContext_Event_cancelledAt(ctx, field)
 	case "minPrice":
 		return ec.fieldContext_Event_minPrice(ctx, field)
 	case "maxPrice":
@@ -2449,6 +2605,8 @@ func (ec *executionContext) childFields_SaleConditions(ctx context.Context, fiel
 		return ec.fieldContext_SaleConditions_queueRequired(ctx, field)
 	case "refundPolicy":
 		return ec.fieldContext_SaleConditions_refundPolicy(ctx, field)
+	case "refundDeadline":
+		return ec.fieldContext_SaleConditions_refundDeadline(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SaleConditions", field.Name)
 }
@@ -2561,6 +2719,8 @@ func (ec *executionContext) childFields_Ticket(ctx context.Context, field graphq
 		return ec.fieldContext_Ticket_seat(ctx, field)
 	case "code":
 		return ec.fieldContext_Ticket_code(ctx, field)
+	case "status":
+		return ec.fieldContext_Ticket_status(ctx, field)
 	case "event":
 		return ec.fieldContext_Ticket_event(ctx, field)
 	}
@@ -2737,6 +2897,28 @@ func (ec *executionContext) field_Artist_events_args(ctx context.Context, rawArg
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_cancelEvent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_cancelHold_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2748,6 +2930,28 @@ func (ec *executionContext) field_Mutation_cancelHold_args(ctx context.Context, 
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_checkIn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "eventId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["eventId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
 	return args, nil
 }
 
@@ -2846,6 +3050,28 @@ func (ec *executionContext) field_Mutation_leaveQueue_args(ctx context.Context, 
 		return nil, err
 	}
 	args["eventId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_requestRefund_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "orderId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg1
 	return args, nil
 }
 
@@ -3411,6 +3637,84 @@ func (ec *executionContext) fieldContext_Availability_capacity(_ context.Context
 	return graphql.NewScalarFieldContext("Availability", field, false, false, "Int")
 }
 
+func (ec *executionContext) _CheckInResult_admitted(ctx context.Context, field graphql.CollectedField, obj *model.CheckInResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckInResult_admitted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Admitted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CheckInResult_admitted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckInResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CheckInResult_ticket(ctx context.Context, field graphql.CollectedField, obj *model.CheckInResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckInResult_ticket(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ticket, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Ticket) graphql.Marshaler {
+			return ec.marshalOTicket2ᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐTicket(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CheckInResult_ticket(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CheckInResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Ticket(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CheckInResult_reason(ctx context.Context, field graphql.CollectedField, obj *model.CheckInResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CheckInResult_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CheckInResult_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CheckInResult", field, false, false, "String")
+}
+
 func (ec *executionContext) _Event_id(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3739,6 +4043,29 @@ func (ec *executionContext) fieldContext_Event_seatMap(_ context.Context, field 
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Event_cancelledAt(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_cancelledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CancelledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Event_cancelledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Event_minPrice(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -4938,6 +5265,138 @@ func (ec *executionContext) fieldContext_Mutation_createEvent(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_createEvent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_requestRefund(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requestRefund(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequestRefund(ctx, fc.Args["orderId"].(string), fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Order) graphql.Marshaler {
+			return ec.marshalNOrder2ᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐOrder(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requestRefund(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requestRefund_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelEvent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelEvent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelEvent(ctx, fc.Args["id"].(string), fc.Args["reason"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Event) graphql.Marshaler {
+			return ec.marshalNEvent2ᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelEvent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Event(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelEvent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_checkIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_checkIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CheckIn(ctx, fc.Args["eventId"].(string), fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CheckInResult) graphql.Marshaler {
+			return ec.marshalNCheckInResult2ᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐCheckInResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_checkIn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CheckInResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_checkIn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6426,6 +6885,29 @@ func (ec *executionContext) fieldContext_SaleConditions_refundPolicy(_ context.C
 	return graphql.NewScalarFieldContext("SaleConditions", field, false, false, "String")
 }
 
+func (ec *executionContext) _SaleConditions_refundDeadline(ctx context.Context, field graphql.CollectedField, obj *model.SaleConditions) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaleConditions_refundDeadline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RefundDeadline, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SaleConditions_refundDeadline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SaleConditions", field, false, false, "Time")
+}
+
 func (ec *executionContext) _SearchFacets_categories(ctx context.Context, field graphql.CollectedField, obj *model.SearchFacets) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7409,6 +7891,29 @@ func (ec *executionContext) _Ticket_code(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Ticket_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Ticket", field, false, false, "String")
+}
+
+func (ec *executionContext) _Ticket_status(ctx context.Context, field graphql.CollectedField, obj *model.Ticket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ticket_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.TicketStatus) graphql.Marshaler {
+			return ec.marshalNTicketStatus2githubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐTicketStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Ticket_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Ticket", field, false, false, "TicketStatus")
 }
 
 func (ec *executionContext) _Ticket_event(ctx context.Context, field graphql.CollectedField, obj *model.Ticket) (ret graphql.Marshaler) {
@@ -8901,7 +9406,7 @@ func (ec *executionContext) unmarshalInputCreateEventInput(ctx context.Context, 
 		asMap["queueRequired"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "description", "category", "startsAt", "endsAt", "venueId", "artistIds", "saleStartsAt", "saleEndsAt", "prices", "maxTicketsPerUser", "holdDurationSeconds", "queueRequired", "refundPolicy"}
+	fieldsInOrder := [...]string{"name", "description", "category", "startsAt", "endsAt", "venueId", "artistIds", "saleStartsAt", "saleEndsAt", "prices", "maxTicketsPerUser", "holdDurationSeconds", "queueRequired", "refundPolicy", "refundDeadline"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9006,6 +9511,13 @@ func (ec *executionContext) unmarshalInputCreateEventInput(ctx context.Context, 
 				return it, err
 			}
 			it.RefundPolicy = data
+		case "refundDeadline":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("refundDeadline"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RefundDeadline = data
 		}
 	}
 	return it, nil
@@ -9804,6 +10316,49 @@ func (ec *executionContext) _Availability(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var checkInResultImplementors = []string{"CheckInResult"}
+
+func (ec *executionContext) _CheckInResult(ctx context.Context, sel ast.SelectionSet, obj *model.CheckInResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, checkInResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CheckInResult")
+		case "admitted":
+			out.Values[i] = ec._CheckInResult_admitted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ticket":
+			out.Values[i] = ec._CheckInResult_ticket(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._CheckInResult_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var eventImplementors = []string{"Event"}
 
 func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, obj *model.Event) graphql.Marshaler {
@@ -9880,6 +10435,11 @@ func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, ob
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Event_seatMap(ctx, field, obj)
 				})
+		case "cancelledAt":
+			out.Values[i] = ec._Event_cancelledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "minPrice":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, false,
@@ -10357,6 +10917,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "createEvent":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createEvent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestRefund":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requestRefund(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelEvent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelEvent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "checkIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_checkIn(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -10894,6 +11475,11 @@ func (ec *executionContext) _SaleConditions(ctx context.Context, sel ast.Selecti
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "refundDeadline":
+			out.Values[i] = ec._SaleConditions_refundDeadline(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11303,6 +11889,11 @@ func (ec *executionContext) _Ticket(ctx context.Context, sel ast.SelectionSet, o
 				})
 		case "code":
 			out.Values[i] = ec._Ticket_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.Values[i] = ec._Ticket_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -11842,6 +12433,14 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNCheckInResult2ᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐCheckInResult(ctx context.Context, sel ast.SelectionSet, v *model.CheckInResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CheckInResult!")
+		return graphql.Null
+	}
+	return ec._CheckInResult(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateArtistInput2githubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐCreateArtistInput(ctx context.Context, v any) (model.CreateArtistInput, error) {
@@ -12445,6 +13044,16 @@ func (ec *executionContext) marshalNTicket2ᚖgithubᚗcomᚋticketingᚋticketi
 	return ec._Ticket(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNTicketStatus2githubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐTicketStatus(ctx context.Context, v any) (model.TicketStatus, error) {
+	var res model.TicketStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTicketStatus2githubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐTicketStatus(ctx context.Context, sel ast.SelectionSet, v model.TicketStatus) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
 	res, err := graphql.UnmarshalTime(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12923,6 +13532,13 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOTicket2ᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐTicket(ctx context.Context, sel ast.SelectionSet, v *model.Ticket) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Ticket(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {

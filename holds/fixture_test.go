@@ -150,6 +150,12 @@ func newEnv(t testing.TB, noRedis bool, cfg holds.Config) *env {
 		e.leases = redisstore.NewLeases(e.rdb, e.prefix)
 		cfg.Leases = e.leases
 	}
+	if cfg.Concurrency == 0 {
+		// These tests are about contention in Postgres (hundreds of
+		// racing buyers on a loaded machine): a lane wide enough that
+		// shedding never answers for them (TestSaturatedHoldLane tests it).
+		cfg.Concurrency = 1000
+	}
 	e.svc = holds.New(e.st, cfg)
 	t.Cleanup(e.svc.Wait)
 	return e

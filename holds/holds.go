@@ -70,8 +70,19 @@ type Config struct {
 	ProbeInterval time.Duration
 	// BestAvailableRetries: re-picks when a chosen run is taken meanwhile (3).
 	BestAvailableRetries int
-	Log                  *slog.Logger
-	Now                  func() time.Time
+	// Concurrency bounds the hold transactions in flight (the hold lane,
+	// 24: less than the main pool, so catalog reads and the workers always
+	// find a connection), and LaneWait the wait for a place in it (500ms).
+	// A hold that finds no place within LaneWait is refused at once with
+	// RATE_LIMITED and a retryAfterSeconds (LaneRetryAfter, 1s) instead of
+	// queueing for the pool for seconds. Orders, payment notifications,
+	// reconciliation and compensations have a pool of their own
+	// (app/orders.go) and never wait behind holds.
+	Concurrency    int
+	LaneWait       time.Duration
+	LaneRetryAfter time.Duration
+	Log            *slog.Logger
+	Now            func() time.Time
 }
 
 // Service creates, cancels and reads holds.
@@ -82,6 +93,7 @@ type Service struct {
 	metrics     *metrics
 	health      health
 	fallbackSem chan struct{}
+	lane        chan struct{}
 	terms       sync.Map // eventID -> leaseTerms
 }
 
@@ -104,6 +116,11 @@ func New(st *store.Store, cfg Config) *Service {
 	def(&cfg.InFlightWindow, 2*time.Second)
 	def(&cfg.FallbackWait, 2*time.Second)
 	def(&cfg.ProbeInterval, time.Second)
+	def(&cfg.LaneWait, 500*time.Millisecond)
+	def(&cfg.LaneRetryAfter, time.Second)
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 24
+	}
 	if cfg.FallbackConcurrency <= 0 {
 		cfg.FallbackConcurrency = 8
 	}
@@ -117,7 +134,29 @@ func New(st *store.Store, cfg Config) *Service {
 		cfg.Now = time.Now
 	}
 	return &Service{st: st, cfg: cfg, leases: cfg.Leases, metrics: newMetrics(),
-		fallbackSem: make(chan struct{}, cfg.FallbackConcurrency)}
+		fallbackSem: make(chan struct{}, cfg.FallbackConcurrency), lane: make(chan struct{}, cfg.Concurrency)}
+}
+
+// enterLane takes a place among the hold transactions in flight, or
+// refuses after LaneWait (RATE_LIMITED with a retry delay): a saturated
+// hold path answers quickly instead of queueing requests for seconds.
+func (s *Service) enterLane(ctx context.Context) (release func(), err error) {
+	select {
+	case s.lane <- struct{}{}:
+		return func() { <-s.lane }, nil
+	default:
+	}
+	t := time.NewTimer(s.cfg.LaneWait)
+	defer t.Stop()
+	select {
+	case s.lane <- struct{}{}:
+		return func() { <-s.lane }, nil
+	case <-t.C:
+		s.metrics.shed.Inc()
+		return nil, fmt.Errorf("create hold: the hold path is saturated: %w", &apperr.RateLimitedError{RetryAfter: s.cfg.LaneRetryAfter})
+	case <-ctx.Done():
+		return nil, errors.Join(apperr.ErrServiceUnavailable, ctx.Err())
+	}
 }
 
 // Wait waits for background Redis probes to finish (for tests and shutdown).
@@ -161,6 +200,8 @@ func resultLabel(replay bool, err error) string {
 		return "refused" // the caller's mistake, not ours
 	case errors.Is(err, apperr.ErrServiceUnavailable):
 		return "unavailable"
+	case errors.As(err, new(*apperr.RateLimitedError)):
+		return "shed"
 	}
 	return "error"
 }
@@ -215,6 +256,12 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 		defer release()
 	}
 
+	leave, err := s.enterLane(ctx)
+	if err != nil {
+		s.releaseLeases(req.EventID, ours, holdID)
+		return Hold{}, false, err
+	}
+	defer leave()
 	start := time.Now()
 	h, seats, replay, err := s.holdDB(ctx, user.ID, req, hash, holdID, admitted)
 	s.metrics.txDuration.Observe(time.Since(start).Seconds())
@@ -449,4 +496,39 @@ func (s *Service) Cancel(ctx context.Context, user auth.User, holdID string) (Ho
 	}
 	s.releaseLeases(h.EventID, seatIDs(units), h.ID)
 	return h, nil
+}
+
+// EndEventHolds ends every ACTIVE hold of an event at once (the event was
+// cancelled): as Cancel does for one, each in its own short transaction,
+// seats AVAILABLE, items' periods cut, the outbox written and leases
+// released. It returns how many holds it ended.
+func (s *Service) EndEventHolds(ctx context.Context, eventID string) (int, error) {
+	ids, err := s.st.ActiveHoldsOfEvent(ctx, eventID)
+	if err != nil {
+		return 0, fmt.Errorf("end event holds: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		var units []store.InventoryUnit
+		ended := false
+		err := s.st.InTx(ctx, func(tx *store.Store) error {
+			h, err := tx.GetHoldForUpdate(ctx, id)
+			if err != nil || h.Status != StatusActive {
+				return err
+			}
+			if units, err = tx.ReleaseHold(ctx, h.EventID, h.ID, false); err != nil {
+				return err
+			}
+			ended = true
+			return tx.EndHold(ctx, h.ID, StatusCancelled, outboxPayload(h.EventID, "cancel", h.ID, "AVAILABLE", units))
+		})
+		if err != nil {
+			return n, fmt.Errorf("end event holds: hold %s: %w", id, err)
+		}
+		if ended {
+			n++
+			s.releaseLeases(eventID, seatIDs(units), id)
+		}
+	}
+	return n, nil
 }

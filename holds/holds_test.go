@@ -654,7 +654,7 @@ func TestNoLeaseWithoutAdmission(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(svc.Collectors()...)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ticketing_hold_attempts_total createHold attempts by result (ok, replay, conflict, limit, sale_not_open, not_admitted, invalid, refused, unavailable, error).
+# HELP ticketing_hold_attempts_total createHold attempts by result (ok, replay, conflict, limit, sale_not_open, not_admitted, invalid, refused, unavailable, shed, error).
 # TYPE ticketing_hold_attempts_total counter
 ticketing_hold_attempts_total{result="not_admitted"} 2
 ticketing_hold_attempts_total{result="refused"} 1

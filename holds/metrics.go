@@ -8,13 +8,14 @@ type metrics struct {
 	txDuration    prometheus.Histogram
 	fallback      prometheus.Gauge
 	fallbackTotal prometheus.Counter
+	shed          prometheus.Counter
 }
 
 func newMetrics() *metrics {
 	return &metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketing_hold_attempts_total",
-			Help: "createHold attempts by result (ok, replay, conflict, limit, sale_not_open, not_admitted, invalid, refused, unavailable, error).",
+			Help: "createHold attempts by result (ok, replay, conflict, limit, sale_not_open, not_admitted, invalid, refused, unavailable, shed, error).",
 		}, []string{"result"}),
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketing_hold_conflicts_total",
@@ -33,6 +34,10 @@ func newMetrics() *metrics {
 			Name: "ticketing_hold_lease_fallback_total",
 			Help: "createHold attempts served without Redis leases because Redis failed.",
 		}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketing_hold_shed_total",
+			Help: "createHold attempts refused (RATE_LIMITED) because the hold lane stayed full for its wait.",
+		}),
 	}
 }
 
@@ -40,5 +45,5 @@ func newMetrics() *metrics {
 // application's registry.
 func (s *Service) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.attempts, m.conflicts, m.txDuration, m.fallback, m.fallbackTotal}
+	return []prometheus.Collector{m.attempts, m.conflicts, m.txDuration, m.fallback, m.fallbackTotal, m.shed}
 }

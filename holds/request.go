@@ -65,6 +65,9 @@ func (r CreateRequest) validate() error {
 	if r.IdempotencyKey == "" || len(r.IdempotencyKey) > 200 {
 		return apperr.Invalid("input.idempotencyKey", "must be 1 to 200 characters")
 	}
+	if len(r.SeatIDs) > MaxQuantity || len(r.GeneralAdmission) > MaxQuantity {
+		return apperr.Invalid("input", "at most %d units per hold", MaxQuantity)
+	}
 	if len(r.SeatIDs) == 0 && r.BestAvailable == nil && len(r.GeneralAdmission) == 0 {
 		return apperr.Invalid("input.seatIds", "give seatIds, bestAvailable or generalAdmission")
 	}
@@ -79,8 +82,8 @@ func (r CreateRequest) validate() error {
 		seen[s] = true
 	}
 	if b := r.BestAvailable; b != nil {
-		if b.Quantity < 1 {
-			return apperr.Invalid("input.bestAvailable.quantity", "must be at least 1")
+		if b.Quantity < 1 || b.Quantity > MaxQuantity {
+			return apperr.Invalid("input.bestAvailable.quantity", "must be 1 to %d", MaxQuantity)
 		}
 		if b.SectionID != "" && !validUUID(b.SectionID) {
 			return apperr.Invalid("input.bestAvailable.sectionId", "not a valid id")
@@ -95,8 +98,10 @@ func (r CreateRequest) validate() error {
 			return apperr.Invalid("input.generalAdmission.sectionId", "section %s is listed twice", g.SectionID)
 		}
 		sections[g.SectionID] = true
-		if g.Quantity < 1 {
-			return apperr.Invalid("input.generalAdmission.quantity", "must be at least 1")
+		// Each quantity is bounded before any sum (no overflow, nor a
+		// truncation to the int32 of the SQL function).
+		if g.Quantity < 1 || g.Quantity > MaxQuantity {
+			return apperr.Invalid("input.generalAdmission.quantity", "must be 1 to %d", MaxQuantity)
 		}
 	}
 	if r.quantity() > MaxQuantity {

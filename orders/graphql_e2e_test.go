@@ -1,11 +1,16 @@
 package orders_test
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/auth"
@@ -113,4 +118,80 @@ func TestGraphQLCheckout(t *testing.T) {
 	require.Empty(t, gql(`{ myOrders(first: 5) { edges { node { id } } pageInfo { hasNextPage } } }`, nil, &mine))
 	require.Len(t, mine.MyOrders.Edges, 1)
 	require.Equal(t, o.ID, mine.MyOrders.Edges[0].Node.ID)
+
+	// After the sale, through the same handler: the ticket's code verifies
+	// with the key published at GET /api/ticket-keys; the door admits it
+	// once (staff role); the buyer refunds before the deadline (ticket
+	// VOID, order REFUNDED); an admin cancels the event (cancelledAt).
+	resp, err := http.Get(srv.URL + "/api/ticket-keys")
+	require.NoError(t, err)
+	var set struct {
+		Keys []struct{ Kty, Crv, X, Kid string }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&set))
+	resp.Body.Close()
+	require.Len(t, set.Keys, 1)
+	require.Equal(t, "OKP", set.Keys[0].Kty)
+	require.Equal(t, "Ed25519", set.Keys[0].Crv)
+	pub, err := base64.RawURLEncoding.DecodeString(set.Keys[0].X)
+	require.NoError(t, err)
+	claims := jwt.MapClaims{}
+	parsed, err := jwt.ParseWithClaims(got.Order.Tickets[0].Code, claims,
+		func(*jwt.Token) (any, error) { return ed25519.PublicKey(pub), nil }, jwt.WithValidMethods([]string{"EdDSA"}))
+	require.NoError(t, err)
+	require.Equal(t, set.Keys[0].Kid, parsed.Header["kid"])
+	require.Equal(t, ev.ID, claims["evt"])
+
+	staffTok, err := auth.Mint(jwtSecret, "ticketing-dev", "ticketing", "door", []string{"staff"}, time.Hour)
+	require.NoError(t, err)
+	adminTok, err := auth.Mint(jwtSecret, "ticketing-dev", "ticketing", "boss", []string{"admin"}, time.Hour)
+	require.NoError(t, err)
+	checkIn := `mutation($e: ID!, $c: String!) { checkIn(eventId: $e, code: $c) { admitted reason ticket { id status } } }`
+	errs = gql(checkIn, map[string]any{"e": ev.ID, "c": got.Order.Tickets[0].Code}, nil)
+	require.Equal(t, "FORBIDDEN", errs[0]["extensions"].(map[string]any)["code"])
+	var door struct {
+		CheckIn struct {
+			Admitted bool
+			Reason   *string
+			Ticket   *struct{ ID, Status string }
+		} `json:"checkIn"`
+	}
+	require.Empty(t, apptest.GraphQL(t, srv.URL, staffTok, checkIn, map[string]any{"e": ev.ID, "c": got.Order.Tickets[0].Code}, &door))
+	require.True(t, door.CheckIn.Admitted)
+	require.Equal(t, "USED", door.CheckIn.Ticket.Status)
+	require.Empty(t, apptest.GraphQL(t, srv.URL, staffTok, checkIn, map[string]any{"e": ev.ID, "c": got.Order.Tickets[0].Code}, &door))
+	require.False(t, door.CheckIn.Admitted)
+	require.Equal(t, "ALREADY_USED", *door.CheckIn.Reason)
+
+	refund := `mutation($o: ID!) { requestRefund(orderId: $o, idempotencyKey: "rf1") { status tickets { status } payments { status } } }`
+	errs = gql(refund, map[string]any{"o": o.ID}, nil)
+	require.Equal(t, "REFUND_NOT_ALLOWED", errs[0]["extensions"].(map[string]any)["code"])
+	_, err = a.Pool.Exec(t.Context(), `UPDATE events SET refund_deadline = now() + interval '1 day' WHERE id = $1`, ev.ID)
+	require.NoError(t, err)
+	var refunded struct {
+		RequestRefund struct {
+			Status   string
+			Tickets  []struct{ Status string }
+			Payments []struct{ Status string }
+		} `json:"requestRefund"`
+	}
+	require.Empty(t, gql(refund, map[string]any{"o": o.ID}, &refunded))
+	require.Equal(t, "REFUNDED", refunded.RequestRefund.Status)
+	require.Equal(t, "VOID", refunded.RequestRefund.Tickets[0].Status)
+	require.Contains(t, []string{"REFUND_PENDING", "REFUNDED"}, refunded.RequestRefund.Payments[0].Status)
+
+	cancel := `mutation($e: ID!) { cancelEvent(id: $e, reason: "flood") { cancelledAt saleStatus saleConditions { refundDeadline } } }`
+	errs = gql(cancel, map[string]any{"e": ev.ID}, nil)
+	require.Equal(t, "FORBIDDEN", errs[0]["extensions"].(map[string]any)["code"])
+	var cancelled struct {
+		CancelEvent struct {
+			CancelledAt    *time.Time
+			SaleStatus     string
+			SaleConditions struct{ RefundDeadline *time.Time }
+		} `json:"cancelEvent"`
+	}
+	require.Empty(t, apptest.GraphQL(t, srv.URL, adminTok, cancel, map[string]any{"e": ev.ID}, &cancelled))
+	require.NotNil(t, cancelled.CancelEvent.CancelledAt)
+	require.Equal(t, "ENDED", cancelled.CancelEvent.SaleStatus)
+	require.NotNil(t, cancelled.CancelEvent.SaleConditions.RefundDeadline)
 }

@@ -27,11 +27,22 @@ import (
 	"github.com/ticketing/ticketing/orders"
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
+	"github.com/ticketing/ticketing/tickets"
 )
 
 const testSecret = "whsec_orders_test"
 
 var ticketKey = []byte("ticket-key-for-tests-0123456789")
+
+// ticketKeys are the Ed25519 keys derived from ticketKey, as the app
+// derives them from TICKET_SIGNING_KEY.
+var ticketKeys = func() *tickets.Keys {
+	k, err := tickets.NewKeys(ticketKey)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // paysimURL is the sandbox provider, run by TestMain as a separate process
 // with its state in the database paysimDB.
@@ -99,7 +110,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	svc, err := orders.New(st, orders.Config{
 		Provider:          e.sb,
 		PublicBaseURL:     e.srv.URL,
-		TicketKey:         ticketKey,
+		TicketKeys:        ticketKeys,
+		Holds:             e.holds,
 		Simulate:          o.simulate,
 		ReconcileAfter:    time.Second,
 		ReconcileInterval: 500 * time.Millisecond,

@@ -117,6 +117,7 @@ func newRiverClient(st *store.Store, s *Service) (*river.Client[pgx.Tx], error) 
 	river.AddWorker(workers, &refundWorker{s: s})
 	river.AddWorker(workers, &voidWorker{s: s})
 	river.AddWorker(workers, &reconcileWorker{s: s})
+	river.AddWorker(workers, &mismatchWorker{s: s})
 	quiet := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{
 		Queues:            map[string]river.QueueConfig{QueueName: {MaxWorkers: 4}},

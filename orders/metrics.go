@@ -7,6 +7,7 @@ type metrics struct {
 	withoutOrder  prometheus.Gauge
 	compensations prometheus.Gauge
 	unknownStuck  prometheus.Gauge
+	reversals     *prometheus.GaugeVec
 	actions       *prometheus.CounterVec
 }
 
@@ -29,6 +30,10 @@ func newMetrics() *metrics {
 			Name: "ticketing_payments_unknown_stuck",
 			Help: "Payment attempts whose create was never answered within the provider's idempotency window (not repeated: resolve at the provider), as of the last reconciliation.",
 		}),
+		reversals: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketing_payments_reversed_by_provider",
+			Help: "Payments the provider reversed on its own (a dashboard refund, a chargeback, a partial refund), by kind, as of the last reconciliation.",
+		}, []string{"kind"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ticketing_reconciliation_actions_total",
 			Help: "Actions taken by the payment reconciler, by action.",
@@ -40,5 +45,5 @@ func newMetrics() *metrics {
 // the App's registry.
 func (s *Service) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.checkout, m.withoutOrder, m.compensations, m.unknownStuck, m.actions}
+	return []prometheus.Collector{m.checkout, m.withoutOrder, m.compensations, m.unknownStuck, m.reversals, m.actions}
 }

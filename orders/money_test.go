@@ -26,7 +26,7 @@ func (e *env) otherInstance(p payments.Provider) *orders.Service {
 		Provider:       p,
 		PublicBaseURL:  "http://instance-b.test",
 		ReconcileAfter: time.Millisecond,
-		TicketKey:      ticketKey,
+		TicketKeys:     ticketKeys,
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(e.t, err)
@@ -256,7 +256,8 @@ func TestConcurrentTransitionsOneWinner(t *testing.T) {
 			defer wg.Done()
 			typ := types[i%len(types)]
 			body, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("evt_race_%s_%d", p2.ID, i%len(types)), "type": typ,
-				"created": time.Now().Unix(), "data": map[string]any{"id": *p2.ProviderRef, "reference": p2.ID}})
+				"created": time.Now().Unix(), "data": map[string]any{"id": *p2.ProviderRef, "reference": p2.ID,
+					"amount": p2.Amount, "currency": p2.Currency}})
 			require.Equal(t, http.StatusOK, e.post(body, payments.Sign(testSecret, time.Now(), body)))
 		}()
 	}
@@ -274,7 +275,7 @@ func TestConcurrentTransitionsOneWinner(t *testing.T) {
 func TestReconcilerIsNotStarvedByPendingPayments(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{simulate: map[string]any{"drop_webhooks": true}})
-	svc, err := orders.New(e.st, orders.Config{Provider: e.sb, PublicBaseURL: e.srv.URL, TicketKey: ticketKey,
+	svc, err := orders.New(e.st, orders.Config{Provider: e.sb, PublicBaseURL: e.srv.URL, TicketKeys: ticketKeys,
 		ReconcileAfter: time.Second, ReconcileBatch: 3, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	var paid orders.Order

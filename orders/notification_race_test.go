@@ -56,7 +56,7 @@ func TestNotificationRacingTheCreateAnswerIsApplied(t *testing.T) {
 	traced, err := pgxpool.NewWithConfig(e.ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(traced.Close)
-	svc, err := orders.New(store.New(traced), orders.Config{Provider: e.sb, PublicBaseURL: e.srv.URL, TicketKey: ticketKey,
+	svc, err := orders.New(store.New(traced), orders.Config{Provider: e.sb, PublicBaseURL: e.srv.URL, TicketKeys: ticketKeys,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 

@@ -47,6 +47,7 @@ import (
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
+	"github.com/ticketing/ticketing/tickets"
 )
 
 // Order, Payment and Ticket are the rows as stored.
@@ -71,8 +72,11 @@ type Config struct {
 	// PublicBaseURL: webhooks go to PublicBaseURL + "/webhooks/payments",
 	// the buyer returns to PublicBaseURL + "/orders/{id}".
 	PublicBaseURL string
-	// TicketKey signs ticket codes (TICKET_SIGNING_KEY).
-	TicketKey []byte
+	// TicketKeys sign ticket codes (TICKET_SIGNING_KEY) and verify them at
+	// checkIn.
+	TicketKeys *tickets.Keys
+	// Holds, if set, ends an event's active holds when it is cancelled.
+	Holds HoldEnder
 	// Queue, if set, releases the buyer's admission on confirmation.
 	Queue AdmissionReleaser
 	// ProviderTimeout bounds one provider call (10s).
@@ -110,6 +114,9 @@ type Service struct {
 func New(st *store.Store, cfg Config) (*Service, error) {
 	if cfg.Provider == nil {
 		return nil, errors.New("orders: no payment provider")
+	}
+	if cfg.TicketKeys == nil {
+		return nil, errors.New("orders: no ticket signing keys")
 	}
 	if cfg.ProviderName == "" {
 		cfg.ProviderName = "sandbox"
@@ -483,6 +490,10 @@ func (s *Service) Updates(ctx context.Context, user auth.User, orderID string) (
 	}()
 	return out, nil
 }
+
+// TicketKeysJWKS is the JWK Set of the ticket codes' public keys (GET
+// /api/ticket-keys).
+func (s *Service) TicketKeysJWKS() []byte { return s.cfg.TicketKeys.JWKS() }
 
 // WebhookHandler is POST /webhooks/payments for the service's provider.
 func (s *Service) WebhookHandler() http.Handler {

@@ -90,7 +90,7 @@ func TestStateMachineUnderRandomWebhooks(t *testing.T) {
 
 		for _, i := range seq {
 			note := payments.Notification{ID: fmt.Sprintf("evt_%s_%d", p.ID, i), Type: distinct[i],
-				Payment: payments.ProviderPayment{ID: *p.ProviderRef, Reference: p.ID}}
+				Payment: payments.ProviderPayment{ID: *p.ProviderRef, Reference: p.ID, Amount: p.Amount, Currency: p.Currency}}
 			require.NoError(rt, e.svc.ApplyNotification(e.ctx, "sandbox", note, []byte(`{}`)))
 		}
 

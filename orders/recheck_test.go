@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,10 +29,12 @@ type stripeAPI struct {
 	status map[string]string // intent id -> Stripe status
 	err    map[string]bool   // intent id -> a last_payment_error (declined)
 	gets   map[string]int    // intent id -> GET requests
+	amount map[string]string // intent id -> amount created with
 }
 
 func newStripeAPI() *stripeAPI {
-	return &stripeAPI{byKey: map[string]string{}, status: map[string]string{}, err: map[string]bool{}, gets: map[string]int{}}
+	return &stripeAPI{byKey: map[string]string{}, status: map[string]string{}, err: map[string]bool{}, gets: map[string]int{},
+		amount: map[string]string{}}
 }
 
 func (f *stripeAPI) set(id, status string, declined bool) {
@@ -52,7 +55,8 @@ func (f *stripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	w.Header().Set("Content-Type", "application/json")
 	intent := func(id string) {
-		pi := map[string]any{"id": id, "object": "payment_intent", "amount": 4000, "currency": "eur",
+		amount, _ := strconv.Atoi(f.amount[id])
+		pi := map[string]any{"id": id, "object": "payment_intent", "amount": amount, "currency": "eur",
 			"status": f.status[id], "client_secret": id + "_secret_x", "created": 1700000000,
 			"metadata": map[string]string{"reference": id}}
 		if f.err[id] {
@@ -68,6 +72,7 @@ func (f *stripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			id = fmt.Sprintf("pi_%d", len(f.byKey)+1)
 			f.byKey[key] = id
 			f.status[id] = "requires_payment_method"
+			f.amount[id] = r.Form.Get("amount")
 		}
 		intent(id)
 	case r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/v1/payment_intents/"):
@@ -94,7 +99,7 @@ func TestReconcilerFindsSuccessAfterStripeDecline(t *testing.T) {
 	t.Cleanup(srv.Close)
 	stripe := payments.NewStripe("sk_test_x", "whsec_x", payments.StripeBackends(srv.URL, srv.Client()))
 	svc, err := orders.New(e.st, orders.Config{Provider: stripe, ProviderName: "stripe", PublicBaseURL: e.srv.URL,
-		TicketKey: ticketKey, ReconcileAfter: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		TicketKeys: ticketKeys, ReconcileAfter: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	// age moves a payment's failure (and last check) back in time.
 	age := func(paymentID string, d time.Duration) {

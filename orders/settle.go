@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,6 +184,21 @@ func (s *Service) settle(ctx context.Context, paymentID string, pp payments.Prov
 		if err != nil {
 			return err
 		}
+		if bad, err := disagrees(ctx, tx, s.cfg.ProviderName, p, pp); err != nil {
+			return err
+		} else if bad {
+			if p.ProviderRef == nil && pp.ID != "" {
+				// The answer to our own create (same key): it is this
+				// attempt's payment, recorded so that it is recognised.
+				if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
+					return err
+				}
+				ref := pp.ID
+				p.ProviderRef = &ref
+			}
+			eff, err = s.mismatch(ctx, tx, s.cfg.ProviderName, o, p, pp, reason)
+			return err
+		}
 		if pp.ID != "" && p.ProviderRef == nil {
 			if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
 				return err
@@ -195,7 +211,12 @@ func (s *Service) settle(ctx context.Context, paymentID string, pp payments.Prov
 		if to == "" {
 			return fmt.Errorf("unknown provider status %q", pp.Status)
 		}
-		eff, err = s.apply(ctx, tx, o, p, to, reason)
+		if pp.Status == payments.StatusSucceeded && pp.RefundedAmount > 0 {
+			if err := s.partialRefund(ctx, tx, p, pp.RefundedAmount, reason); err != nil {
+				return err
+			}
+		}
+		eff, err = s.apply(ctx, tx, o, p, to, reason, reversalOf(pp))
 		return err
 	})
 	s.after(ctx, eff, err)
@@ -265,7 +286,24 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		if validUUID(n.Payment.Reference) {
 			reference = n.Payment.Reference
 		}
+		reason := "webhook " + n.ID + " " + n.Type
 		p, err := tx.PaymentForNotification(ctx, provider, n.Payment.ID, reference)
+		if errors.Is(err, store.ErrNotFound) && reference != "" {
+			// Our reference on another provider payment than the one
+			// bound to the attempt: someone else's payment naming ours.
+			if q, qerr := tx.PaymentByReference(ctx, provider, reference); qerr == nil {
+				q, o, err := lockPayment(ctx, tx, q.ID)
+				if err != nil {
+					return err
+				}
+				if eff, err = s.mismatch(ctx, tx, provider, o, q, n.Payment, reason+": our reference on another provider payment"); err != nil {
+					return err
+				}
+				return tx.InboxProcessed(ctx, n.ID)
+			} else if !errors.Is(qerr, store.ErrNotFound) {
+				return qerr
+			}
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			s.cfg.Log.Warn("notification for an unknown payment", "notification", n.ID, "payment", n.Payment.ID)
 			return tx.InboxProcessed(ctx, n.ID)
@@ -277,13 +315,32 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		if err != nil {
 			return err
 		}
+		// Amount and currency first: a notification that disagrees with
+		// the attempt binds nothing and confirms nothing.
+		if bad, err := disagrees(ctx, tx, provider, p, n.Payment); err != nil {
+			return err
+		} else if bad {
+			if eff, err = s.mismatch(ctx, tx, provider, o, p, n.Payment, reason); err != nil {
+				return err
+			}
+			return tx.InboxProcessed(ctx, n.ID)
+		}
 		if p.ProviderRef == nil {
 			if err := tx.SetPaymentProviderRef(ctx, p.ID, n.Payment.ID, n.Payment.CheckoutURL); err != nil {
 				return err
 			}
 		}
+		if n.Type == payments.EventRefundPartial {
+			if err := s.partialRefund(ctx, tx, p, n.Payment.RefundedAmount, reason); err != nil {
+				return err
+			}
+		}
 		if to := fromNotification(n.Type); to != "" {
-			eff, err = s.apply(ctx, tx, o, p, to, "webhook "+n.ID+" "+n.Type)
+			rev := reversalOf(n.Payment)
+			if n.Type == payments.EventPaymentDisputed {
+				rev = "dispute"
+			}
+			eff, err = s.apply(ctx, tx, o, p, to, reason, rev)
 			if err != nil {
 				return err
 			}
@@ -292,6 +349,27 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 	})
 	s.after(ctx, eff, err)
 	return err
+}
+
+// reversalOf is the kind of reversal a provider payment reports: "dispute"
+// for a chargeback, else "refund".
+func reversalOf(pp payments.ProviderPayment) string {
+	if pp.FailureCode == payments.FailureDisputed {
+		return "dispute"
+	}
+	return "refund"
+}
+
+// partialRefund records a partial refund the provider reports on a
+// payment that stays SUCCEEDED: the order is left as it is (a person
+// decides: the audit reports PARTIAL_REFUND) and the payment's history
+// says so.
+func (s *Service) partialRefund(ctx context.Context, tx *store.Store, p Payment, amount int64, reason string) error {
+	if err := tx.SetPaymentReversal(ctx, p.ID, "partial_refund", amount); err != nil {
+		return err
+	}
+	return tx.RecordPaymentEvent(ctx, p.ID, p.Status, fmt.Sprintf("%s: the provider reports %d %s of %d refunded (partial: order kept, see the audit)",
+		reason, amount, p.Currency, p.Amount))
 }
 
 // effects are what to do after a transaction commits.
@@ -321,7 +399,14 @@ func (s *Service) after(ctx context.Context, eff effects, err error) {
 
 // apply is the state machine step of payment p (locked, with its order o
 // locked) to status to, with its effects on the order, in tx.
-func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string) (effects, error) {
+//
+// A REFUNDED reported while the payment is SUCCEEDED and its order
+// CONFIRMED is a reversal the provider made on its own (a dashboard refund;
+// rev "dispute": a chargeback): the payment is the one that confirmed the
+// order (any other success is compensated at once), so the order is
+// refunded too (refundOrder: tickets VOID, seats back on sale), with
+// nothing more to refund.
+func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string, rev ...string) (effects, error) {
 	var eff effects
 	// Compare-and-set on the status read; a lost race (the row is locked
 	// by lockPayment, so only a caller that did not lock it can lose)
@@ -350,6 +435,18 @@ func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment
 	}
 	if err := tx.TouchOrder(ctx, o.ID); err != nil {
 		return eff, err
+	}
+	if to == PaymentRefunded && p.Status == PaymentSucceeded {
+		kind := "refund"
+		if len(rev) > 0 && rev[0] != "" {
+			kind = rev[0]
+		}
+		if err := tx.SetPaymentReversal(ctx, p.ID, kind, p.Amount); err != nil {
+			return eff, err
+		}
+		if o.Status == OrderConfirmed {
+			return eff, s.refundOrder(ctx, tx, o, "the provider reported a "+kind+" of the confirming payment")
+		}
 	}
 	switch to {
 	case PaymentSucceeded:
@@ -437,7 +534,9 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 			} else if u.UnitNo != nil {
 				item = tickets.GAItem(u.SectionID, *u.UnitNo)
 			}
-			t.Code = tickets.Sign(s.cfg.TicketKey, tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item})
+			if t.Code, err = s.cfg.TicketKeys.Sign(tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item}); err != nil {
+				return err
+			}
 			if err := sp.InsertTicket(ctx, t); err != nil {
 				return err
 			}
@@ -460,6 +559,16 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 // salePayload is the 'inventory' outbox message of a sale, in the holds'
 // format: {"eventId","kind":"sale","holdId","orderId","seats":[...],"ga":[...]}.
 func salePayload(o Order, sold []store.SoldUnit) map[string]any {
+	units := make([]store.InventoryUnit, len(sold))
+	for i, u := range sold {
+		units[i] = u.InventoryUnit
+	}
+	return unitsPayload(o, "sale", "SOLD", units)
+}
+
+// unitsPayload is the 'inventory' outbox message of an order's rows that
+// changed to status (SOLD by a sale, AVAILABLE again by a refund).
+func unitsPayload(o Order, kind, status string, units []store.InventoryUnit) map[string]any {
 	type seat struct {
 		SeatID    string `json:"seatId"`
 		SectionID string `json:"sectionId"`
@@ -471,9 +580,9 @@ func salePayload(o Order, sold []store.SoldUnit) map[string]any {
 		Version   int64  `json:"version"`
 	}
 	seats, gas := []seat{}, []ga{}
-	for _, u := range sold {
+	for _, u := range units {
 		if u.SeatID != nil {
-			seats = append(seats, seat{*u.SeatID, u.SectionID, "SOLD", u.Version})
+			seats = append(seats, seat{*u.SeatID, u.SectionID, status, u.Version})
 			continue
 		}
 		i := slices.IndexFunc(gas, func(g ga) bool { return g.SectionID == u.SectionID })
@@ -483,7 +592,7 @@ func salePayload(o Order, sold []store.SoldUnit) map[string]any {
 			gas[i].Version = u.Version
 		}
 	}
-	return map[string]any{"eventId": o.EventID, "kind": "sale", "holdId": o.HoldID, "orderId": o.ID, "seats": seats, "ga": gas}
+	return map[string]any{"eventId": o.EventID, "kind": kind, "holdId": o.HoldID, "orderId": o.ID, "seats": seats, "ga": gas}
 }
 
 // voidOthers enqueues the void of the order's other open attempts (an
@@ -678,10 +787,28 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		s.metrics.actions.WithLabelValues(action).Inc()
 		actions++
 	}
+	if ms, err := s.st.OpenMismatches(ctx, s.cfg.ProviderName, s.cfg.ReconcileBatch); err != nil {
+		firstErr = cmp.Or(firstErr, err)
+	} else {
+		for _, m := range ms {
+			err := s.st.InTx(ctx, func(tx *store.Store) error {
+				return s.enqueue(ctx, tx, MismatchArgs{Provider: m.Provider, ProviderPaymentID: m.ProviderPaymentID})
+			})
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			s.metrics.actions.WithLabelValues("settle_mismatch").Inc()
+			actions++
+		}
+	}
 	if c, err := s.st.CountPaymentsAtRisk(ctx, payments.KeyWindow); err == nil {
 		s.metrics.withoutOrder.Set(float64(c.WithoutOrder))
 		s.metrics.compensations.Set(float64(c.RefundsPending))
 		s.metrics.unknownStuck.Set(float64(c.UnknownStuck))
+		for k, n := range c.Reversals {
+			s.metrics.reversals.WithLabelValues(k).Set(float64(n))
+		}
 	}
 	return actions, firstErr
 }

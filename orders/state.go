@@ -100,7 +100,7 @@ func fromNotification(typ string) string {
 		return PaymentFailed
 	case payments.EventPaymentCancelled:
 		return PaymentCancelled
-	case payments.EventRefundSucceeded:
+	case payments.EventRefundSucceeded, payments.EventPaymentDisputed:
 		return PaymentRefunded
 	}
 	return ""

@@ -89,17 +89,20 @@ func FailedMaySucceed(p Provider) bool {
 
 // ProviderPayment is a payment as the provider reports it.
 type ProviderPayment struct {
-	ID          string    `json:"id"`
-	Status      Status    `json:"status"`
-	Amount      int64     `json:"amount"`
-	Currency    string    `json:"currency"`
-	Reference   string    `json:"reference"`
-	CheckoutURL string    `json:"checkout_url"`
-	ReturnURL   string    `json:"return_url,omitempty"`
-	FailureCode string    `json:"failure_code,omitempty"`
-	RefundID    string    `json:"refund_id,omitempty"`
-	Created     time.Time `json:"-"`
-	Updated     time.Time `json:"-"`
+	ID          string `json:"id"`
+	Status      Status `json:"status"`
+	Amount      int64  `json:"amount"`
+	Currency    string `json:"currency"`
+	Reference   string `json:"reference"`
+	CheckoutURL string `json:"checkout_url"`
+	ReturnURL   string `json:"return_url,omitempty"`
+	FailureCode string `json:"failure_code,omitempty"`
+	RefundID    string `json:"refund_id,omitempty"`
+	// RefundedAmount is what the provider reports refunded of a payment
+	// that stays succeeded (a partial refund made at its dashboard).
+	RefundedAmount int64     `json:"-"`
+	Created        time.Time `json:"-"`
+	Updated        time.Time `json:"-"`
 	// Replayed is true when the answer is an idempotent replay of an
 	// earlier request with the same key.
 	Replayed bool `json:"-"`
@@ -123,7 +126,19 @@ const (
 	EventPaymentFailed    = "payment.failed"
 	EventPaymentCancelled = "payment.cancelled"
 	EventRefundSucceeded  = "refund.succeeded"
+	// EventPaymentDisputed: the cardholder's bank took the money back (a
+	// chargeback: paysim's payment.disputed, Stripe's
+	// charge.dispute.created). The payment reads refunded with
+	// FailureCode FailureDisputed.
+	EventPaymentDisputed = "payment.disputed"
+	// EventRefundPartial: part of a succeeded payment was refunded at the
+	// provider (Stripe's charge.refunded with amount_refunded < amount);
+	// the payment stays succeeded.
+	EventRefundPartial = "refund.partial"
 )
+
+// FailureDisputed is the FailureCode of a payment refunded by a dispute.
+const FailureDisputed = "disputed"
 
 // Notification is a verified webhook from the provider. ID is stable across
 // redeliveries and duplicates: deduplicate on it.

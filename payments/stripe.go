@@ -88,8 +88,14 @@ func stripePayment(pi *stripe.PaymentIntent, returnURL string) ProviderPayment {
 	switch pi.Status {
 	case stripe.PaymentIntentStatusSucceeded:
 		p.Status = StatusSucceeded
-		if pi.LatestCharge != nil && pi.LatestCharge.Refunded {
+		switch ch := pi.LatestCharge; {
+		case ch == nil:
+		case ch.Disputed:
+			p.Status, p.FailureCode = StatusRefunded, FailureDisputed
+		case ch.Refunded: // refunded in full
 			p.Status = StatusRefunded
+		case ch.AmountRefunded > 0:
+			p.RefundedAmount = ch.AmountRefunded
 		}
 	case stripe.PaymentIntentStatusCanceled:
 		p.Status = StatusCancelled
@@ -257,12 +263,26 @@ func (s *Stripe) VerifyWebhook(header http.Header, body []byte, now time.Time) (
 		if err := json.Unmarshal(ev.Data.Raw, &ch); err != nil || ch.PaymentIntent == nil {
 			return Notification{}, fmt.Errorf("%w: charge: %v", ErrBadNotification, err)
 		}
+		// amount_refunded is honoured: only a refund of the whole charge
+		// is a refund of the payment; a partial one leaves it succeeded.
 		n.Type = EventRefundSucceeded
 		n.Payment = ProviderPayment{ID: ch.PaymentIntent.ID, Status: StatusRefunded, Amount: ch.Amount,
-			Currency: strings.ToUpper(string(ch.Currency))}
+			Currency: strings.ToUpper(string(ch.Currency)), RefundedAmount: ch.AmountRefunded}
+		if !ch.Refunded || ch.AmountRefunded < ch.Amount {
+			n.Type = EventRefundPartial
+			n.Payment.Status = StatusSucceeded
+		}
 		if ch.Metadata != nil {
 			n.Payment.Reference = ch.Metadata["reference"]
 		}
+	case "charge.dispute.created":
+		var d stripe.Dispute
+		if err := json.Unmarshal(ev.Data.Raw, &d); err != nil || d.PaymentIntent == nil {
+			return Notification{}, fmt.Errorf("%w: dispute: %v", ErrBadNotification, err)
+		}
+		n.Type = EventPaymentDisputed
+		n.Payment = ProviderPayment{ID: d.PaymentIntent.ID, Status: StatusRefunded, FailureCode: FailureDisputed,
+			Amount: d.Amount, Currency: strings.ToUpper(string(d.Currency))}
 	default:
 		n.Type = string(ev.Type) // not ours to act on: recorded and ignored
 		n.Payment = ProviderPayment{ID: "unhandled"}

@@ -157,11 +157,32 @@ func TestStripeWebhookVerification(t *testing.T) {
 	require.ErrorIs(t, err, payments.ErrInvalidSignature)
 
 	refund := event("charge.refunded", map[string]any{"id": "ch_7", "object": "charge", "amount": 5000, "currency": "eur",
-		"refunded": true, "payment_intent": "pi_7"})
+		"refunded": true, "amount_refunded": 5000, "payment_intent": "pi_7"})
 	n, err = s.VerifyWebhook(sign(refund, "whsec_stripe", now), refund, now)
 	require.NoError(t, err)
 	require.Equal(t, payments.EventRefundSucceeded, n.Type)
 	require.Equal(t, "pi_7", n.Payment.ID)
+	require.Equal(t, payments.StatusRefunded, n.Payment.Status)
+
+	// amount_refunded is honoured: part of the charge refunded is not a
+	// refund of the payment.
+	partial := event("charge.refunded", map[string]any{"id": "ch_7", "object": "charge", "amount": 5000, "currency": "eur",
+		"refunded": false, "amount_refunded": 1000, "payment_intent": "pi_7"})
+	n, err = s.VerifyWebhook(sign(partial, "whsec_stripe", now), partial, now)
+	require.NoError(t, err)
+	require.Equal(t, payments.EventRefundPartial, n.Type)
+	require.Equal(t, payments.StatusSucceeded, n.Payment.Status)
+	require.EqualValues(t, 1000, n.Payment.RefundedAmount)
+
+	// A chargeback: the money is back with the cardholder.
+	dispute := event("charge.dispute.created", map[string]any{"id": "dp_7", "object": "dispute", "amount": 5000, "currency": "eur",
+		"charge": "ch_7", "payment_intent": "pi_7", "status": "needs_response"})
+	n, err = s.VerifyWebhook(sign(dispute, "whsec_stripe", now), dispute, now)
+	require.NoError(t, err)
+	require.Equal(t, payments.EventPaymentDisputed, n.Type)
+	require.Equal(t, "pi_7", n.Payment.ID)
+	require.Equal(t, payments.StatusRefunded, n.Payment.Status)
+	require.Equal(t, payments.FailureDisputed, n.Payment.FailureCode)
 
 	failed := event("payment_intent.payment_failed", map[string]any{"id": "pi_8", "object": "payment_intent", "status": "requires_payment_method",
 		"last_payment_error": map[string]any{"code": "card_declined"}})

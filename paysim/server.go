@@ -122,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/payments/{id}/events", s.handleEvents)
 	mux.HandleFunc("POST /v1/payments/{id}/cancel", s.handleCancel)
 	mux.HandleFunc("POST /v1/refunds", s.handleRefund)
+	mux.HandleFunc("POST /v1/payments/{id}/dispute", s.handleDispute)
 	mux.HandleFunc("GET /v1/faults", s.handleGetFaults)
 	mux.HandleFunc("POST /v1/faults", s.handleSetFaults)
 	mux.HandleFunc("DELETE /v1/faults", s.handleResetFaults)
@@ -374,6 +375,20 @@ func (s *Server) handleRefund(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeJSON(w, http.StatusOK, p.refundView())
+}
+
+// handleDispute simulates a chargeback the cardholder's bank opened on a
+// succeeded payment: the money goes back to the cardholder, so the payment
+// becomes refunded with failure_code "disputed" (+ payment.disputed).
+// Repeating it answers the payment unchanged.
+func (s *Server) handleDispute(w http.ResponseWriter, r *http.Request) {
+	p, err := s.dispute(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.notify()
+	writeJSON(w, http.StatusOK, p.view())
 }
 
 func (s *Server) handleGetFaults(w http.ResponseWriter, r *http.Request) {

@@ -282,6 +282,32 @@ func (s *Server) cancelPayment(ctx context.Context, id string) (payment, error) 
 	return p, tx.Commit(ctx)
 }
 
+// dispute moves a succeeded payment to refunded with failure_code
+// "disputed" and emits payment.disputed; a payment already disputed is
+// returned as it is; any other is 409 payment_not_refundable.
+func (s *Server) dispute(ctx context.Context, id string) (payment, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return payment{}, err
+	}
+	defer tx.Rollback(ctx)
+	p, err := lockPayment(ctx, tx, id)
+	if err != nil {
+		return p, err
+	}
+	if p.Status == "refunded" && p.FailureCode == "disputed" {
+		return p, nil
+	}
+	if p.Status != "succeeded" {
+		return p, &apiError{Status: 409, Code: "payment_not_refundable", Payment: &p,
+			Message: fmt.Sprintf("cannot dispute a payment in status %s", p.Status)}
+	}
+	if p, err = s.setStatus(ctx, tx, p, "refunded", "disputed", newID("dp"), "payment.disputed"); err != nil {
+		return p, err
+	}
+	return p, tx.Commit(ctx)
+}
+
 // refund fully refunds a succeeded payment, idempotently by key.
 func (s *Server) refund(ctx context.Context, key, paymentID string) (p payment, created bool, err error) {
 	tx, err := s.pool.Begin(ctx)

@@ -40,10 +40,21 @@ type Config struct {
 	Tick time.Duration
 	// RateTau is the time constant of the measured admission rate (EWMA).
 	RateTau time.Duration
-	// OpTimeout bounds every Redis call, so a dead Redis fails fast.
+	// OpTimeout bounds the Redis calls of the controller, leaves and
+	// releases, so a dead Redis fails fast.
 	OpTimeout time.Duration
+	// StallTimeout is how long Redis may leave a join or position read
+	// unanswered (a hung Redis) before every waiting one fails; a refused
+	// connection fails at once. Waiting behind a crowd is not a stall.
+	StallTimeout time.Duration
+	// WaitTimeout is the longest a join or position read waits its turn
+	// while Redis is answering (a burst of joins queues, it is not refused).
+	WaitTimeout time.Duration
 	// Refresh is the period of queueUpdates refreshes without a change.
 	Refresh time.Duration
+	// JoinWait is how long a queueUpdates stream opened before the user
+	// joined waits for the join.
+	JoinWait time.Duration
 	// KeyPrefix prefixes every Redis key (tests use testdb.RedisPrefix).
 	KeyPrefix string
 }
@@ -62,7 +73,10 @@ func DefaultConfig() Config {
 		Tick:          100 * time.Millisecond,
 		RateTau:       10 * time.Second,
 		OpTimeout:     500 * time.Millisecond,
+		WaitTimeout:   15 * time.Second,
+		StallTimeout:  3 * time.Second,
 		Refresh:       5 * time.Second,
+		JoinWait:      5 * time.Minute,
 	}
 }
 
@@ -89,8 +103,17 @@ func (c Config) withDefaults() Config {
 	if c.OpTimeout <= 0 {
 		c.OpTimeout = d.OpTimeout
 	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = d.StallTimeout
+	}
+	if c.WaitTimeout <= 0 {
+		c.WaitTimeout = d.WaitTimeout
+	}
 	if c.Refresh <= 0 {
 		c.Refresh = d.Refresh
+	}
+	if c.JoinWait <= 0 {
+		c.JoinWait = d.JoinWait
 	}
 	return c
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/redisstore"
@@ -78,17 +79,27 @@ type Service struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedEvent
+	// loads makes a burst of joins for an event not in the cache one
+	// Postgres read, not one per joiner.
+	loads singleflight.Group
 
 	knownMu sync.Mutex
 	known   map[string]epochSeen
 
 	watchMu    sync.Mutex
 	watch      map[string]chan struct{}
+	joinWatch  map[string]*joinWatch // streams waiting for a user's join
 	listenOnce sync.Once
 	bg         context.Context
 	stop       context.CancelFunc
 
 	redisDown bool // controller log de-duplication; only touched by Run
+}
+
+// joinWatch is closed when the user joins; n counts the streams using it.
+type joinWatch struct {
+	ch chan struct{}
+	n  int
 }
 
 type cachedEvent struct {
@@ -120,17 +131,18 @@ func New(d Deps, cfg Config) (*Service, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	return &Service{
-		cfg:    cfg.withDefaults(),
-		store:  redisstore.NewQueueStore(d.Redis, cfg.KeyPrefix),
-		events: d.Events,
-		now:    d.Now,
-		log:    d.Log,
-		m:      newMetrics(d.Metrics),
-		cache:  map[string]cachedEvent{},
-		known:  map[string]epochSeen{},
-		watch:  map[string]chan struct{}{},
-		bg:     bg,
-		stop:   stop,
+		cfg:       cfg.withDefaults(),
+		store:     redisstore.NewQueueStore(d.Redis, cfg.KeyPrefix, redisstore.WithStallTimeout(cfg.withDefaults().StallTimeout)),
+		events:    d.Events,
+		now:       d.Now,
+		log:       d.Log,
+		m:         newMetrics(d.Metrics),
+		cache:     map[string]cachedEvent{},
+		known:     map[string]epochSeen{},
+		watch:     map[string]chan struct{}{},
+		joinWatch: map[string]*joinWatch{},
+		bg:        bg,
+		stop:      stop,
 	}, nil
 }
 
@@ -143,6 +155,15 @@ func (s *Service) Close() { s.stop(); s.store.Close() }
 
 func (s *Service) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.cfg.OpTimeout)
+}
+
+// turn bounds a join or position read, the calls a crowd makes at once:
+// they wait their turn behind each other (up to Config.WaitTimeout, or the
+// caller's own deadline) and fail early only when Redis cannot be reached
+// (at once) or leaves a call unanswered for Config.StallTimeout (see
+// redisstore.WithStallTimeout).
+func (s *Service) turn(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.WaitTimeout)
 }
 
 func unavailable(op string, err error) error {
@@ -161,17 +182,27 @@ func (s *Service) event(ctx context.Context, id string) (store.Event, error) {
 	if ok && now.Sub(c.at) < eventCacheTTL {
 		return c.ev, nil
 	}
-	evs, err := s.events.EventsByIDs(ctx, []string{id})
+	v, err, _ := s.loads.Do(id, func() (any, error) {
+		// Detached from the first caller, so its cancellation does not fail
+		// the others that share the read.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.WaitTimeout)
+		defer cancel()
+		evs, err := s.events.EventsByIDs(lctx, []string{id})
+		if err != nil {
+			return nil, fmt.Errorf("queue: event %s: %w", id, err)
+		}
+		if len(evs) == 0 {
+			return nil, fmt.Errorf("queue: event %s: %w", id, apperr.ErrNotFound)
+		}
+		s.cacheMu.Lock()
+		s.cache[id] = cachedEvent{ev: evs[0], at: now}
+		s.cacheMu.Unlock()
+		return evs[0], nil
+	})
 	if err != nil {
-		return store.Event{}, fmt.Errorf("queue: event %s: %w", id, err)
+		return store.Event{}, err
 	}
-	if len(evs) == 0 {
-		return store.Event{}, fmt.Errorf("queue: event %s: %w", id, apperr.ErrNotFound)
-	}
-	s.cacheMu.Lock()
-	s.cache[id] = cachedEvent{ev: evs[0], at: now}
-	s.cacheMu.Unlock()
-	return evs[0], nil
+	return v.(store.Event), nil
 }
 
 // Join puts the user in the event's queue, or returns the place it already
@@ -201,7 +232,7 @@ func (s *Service) Join(ctx context.Context, eventID, userID, clientAddr string) 
 	if ev.SaleEndsAt != nil && !now.Before(*ev.SaleEndsAt) {
 		return Ticket{}, fmt.Errorf("queue join: %w", apperr.ErrSaleNotOpen)
 	}
-	octx, cancel := s.op(ctx)
+	octx, cancel := s.turn(ctx)
 	defer cancel()
 	p, err := s.store.Join(octx, redisstore.JoinRequest{
 		EventID: eventID, UserID: userID, Addr: clientAddr,
@@ -224,6 +255,7 @@ func (s *Service) Join(ctx context.Context, eventID, userID, clientAddr string) 
 		return Ticket{}, fmt.Errorf("queue join: user not placed (state %d)", p.State)
 	}
 	s.m.joins.WithLabelValues("ok").Inc()
+	s.joinedHere(eventID, userID)
 	return *t, nil
 }
 
@@ -236,7 +268,7 @@ func (s *Service) Ticket(ctx context.Context, eventID, userID string) (*Ticket, 
 		return nil, err
 	}
 	now := s.now()
-	octx, cancel := s.op(ctx)
+	octx, cancel := s.turn(ctx)
 	defer cancel()
 	p, err := s.store.State(octx, eventID, userID, now)
 	if err != nil {
@@ -391,25 +423,49 @@ const updateGap = time.Second
 
 // Updates streams the user's ticket: the current one first, then each
 // change (woken by admissions, releases and leaves on any instance), and a
-// refresh every Config.Refresh (the estimate moves). The channel is closed
-// when ctx ends or when the user is no longer in the queue (left, released,
-// or lost with a Redis restart: the client rejoins). While Redis is down the
-// stream stays open and silent. NOT_FOUND if the user is not in the queue.
+// refresh every Config.Refresh (the estimate moves). A stream opened before
+// the user joined waits for the join (woken at once by a join on this
+// instance, within a second by one on another) and then starts with the
+// ticket the join gave; it ends if no join comes within Config.JoinWait.
+// The channel is closed when ctx ends or when the user is no longer in the
+// queue (left, released, or lost with a Redis restart: the client
+// rejoins). While Redis is down the stream stays open and silent.
+// NOT_FOUND for an event without a queue.
 func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan Ticket, error) {
-	// Arm the wake-up before each read, so no change is missed.
-	wake := s.waiter(eventID)
-	first, err := s.Ticket(ctx, eventID, userID)
+	ev, err := s.event(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	if first == nil {
-		return nil, fmt.Errorf("queue updates: not in the queue (call joinQueue first): %w", apperr.ErrNotFound)
+	if !ev.QueueRequired {
+		return nil, fmt.Errorf("queue updates: the event has no virtual queue: %w", apperr.ErrNotFound)
+	}
+	// Arm the wake-ups before each read, so no change is missed.
+	wake := s.waiter(eventID)
+	joined := s.joinWaiter(eventID, userID)
+	first, err := s.Ticket(ctx, eventID, userID)
+	if err != nil {
+		s.dropJoinWaiter(eventID, userID, joined)
+		return nil, err
 	}
 	s.listenOnce.Do(s.listen)
 	ch := make(chan Ticket, 1)
-	ch <- *first
+	if first != nil {
+		s.dropJoinWaiter(eventID, userID, joined)
+		ch <- *first
+	}
 	go func() {
 		defer close(ch)
+		if first == nil {
+			first, wake = s.awaitJoin(ctx, eventID, userID, joined)
+			if first == nil {
+				return
+			}
+			select {
+			case ch <- *first:
+			case <-ctx.Done():
+				return
+			}
+		}
 		last := *first
 		tick := time.NewTicker(s.cfg.Refresh)
 		defer tick.Stop()
@@ -446,6 +502,70 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 		}
 	}()
 	return ch, nil
+}
+
+// awaitJoin waits until the user is in the queue and returns the ticket and
+// the event wake-up armed before reading it; nil when ctx ends or no join
+// came within Config.JoinWait.
+func (s *Service) awaitJoin(ctx context.Context, eventID, userID string, joined chan struct{}) (*Ticket, <-chan struct{}) {
+	defer func() { s.dropJoinWaiter(eventID, userID, joined) }()
+	give := time.NewTimer(s.cfg.JoinWait)
+	defer give.Stop()
+	poll := time.NewTicker(updateGap)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-give.C:
+			return nil, nil
+		case <-joined:
+			s.dropJoinWaiter(eventID, userID, joined)
+			joined = s.joinWaiter(eventID, userID)
+		case <-poll.C:
+		}
+		wake := s.waiter(eventID)
+		if t, err := s.Ticket(ctx, eventID, userID); err == nil && t != nil {
+			return t, wake
+		}
+	}
+}
+
+// joinWaiter returns a channel closed when the user joins the event's queue
+// on this instance.
+func (s *Service) joinWaiter(eventID, userID string) chan struct{} {
+	k := eventID + "\x00" + userID
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	w, ok := s.joinWatch[k]
+	if !ok {
+		w = &joinWatch{ch: make(chan struct{})}
+		s.joinWatch[k] = w
+	}
+	w.n++
+	return w.ch
+}
+
+func (s *Service) dropJoinWaiter(eventID, userID string, ch chan struct{}) {
+	k := eventID + "\x00" + userID
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if w, ok := s.joinWatch[k]; ok && w.ch == ch {
+		if w.n--; w.n == 0 {
+			delete(s.joinWatch, k)
+		}
+	}
+}
+
+// joinedHere wakes the streams waiting for the user's join.
+func (s *Service) joinedHere(eventID, userID string) {
+	k := eventID + "\x00" + userID
+	s.watchMu.Lock()
+	if w, ok := s.joinWatch[k]; ok {
+		close(w.ch)
+		delete(s.joinWatch, k)
+	}
+	s.watchMu.Unlock()
 }
 
 // Run is the admission controller: every Config.Tick it runs AdmitEvent for

@@ -43,10 +43,27 @@ type QueueStore struct {
 	batch *batcher
 }
 
+// QueueOption configures a QueueStore.
+type QueueOption func(*queueOptions)
+
+type queueOptions struct{ stall time.Duration }
+
+// WithStallTimeout sets how long Redis may leave a pipeline of joins and
+// position reads unanswered before it, and every call waiting with it,
+// fails (default DefaultStallTimeout). Waiting behind other calls is not a
+// stall.
+func WithStallTimeout(d time.Duration) QueueOption {
+	return func(o *queueOptions) { o.stall = d }
+}
+
 // NewQueueStore returns a QueueStore whose keys all start with prefix.
 // Close it when done.
-func NewQueueStore(rdb redis.UniversalClient, prefix string) *QueueStore {
-	return &QueueStore{rdb: rdb, prefix: prefix, batch: newBatcher(rdb)}
+func NewQueueStore(rdb redis.UniversalClient, prefix string, opts ...QueueOption) *QueueStore {
+	var o queueOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return &QueueStore{rdb: rdb, prefix: prefix, batch: newBatcher(rdb, o.stall)}
 }
 
 // Close stops the store's background pipelining; later joins and reads fail.

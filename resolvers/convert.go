@@ -44,8 +44,9 @@ func toModelEvent(e catalog.Event) *model.Event {
 		SaleConditions: &model.SaleConditions{
 			SaleStartsAt: e.SaleStartsAt, SaleEndsAt: e.SaleEndsAt,
 			MaxTicketsPerUser: e.MaxTicketsPerUser, HoldDurationSeconds: e.HoldDurationSeconds,
-			QueueRequired: e.QueueRequired, RefundPolicy: e.RefundPolicy,
+			QueueRequired: e.QueueRequired, RefundPolicy: e.RefundPolicy, RefundDeadline: e.RefundDeadline,
 		},
+		CancelledAt: e.CancelledAt,
 	}
 }
 
@@ -119,6 +120,7 @@ func fromModelEventInput(in model.CreateEventInput) catalog.EventInput {
 		SaleStartsAt: in.SaleStartsAt, SaleEndsAt: in.SaleEndsAt,
 		MaxTicketsPerUser: 8, HoldDurationSeconds: 600,
 		QueueRequired: orZero(in.QueueRequired), RefundPolicy: orZero(in.RefundPolicy),
+		RefundDeadline: in.RefundDeadline,
 	}
 	if in.MaxTicketsPerUser != nil {
 		out.MaxTicketsPerUser = *in.MaxTicketsPerUser

@@ -23,3 +23,18 @@ func toModelPayment(p orders.Payment) *model.Payment {
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}
 }
+
+func toModelTicket(t orders.Ticket) *model.Ticket {
+	return &model.Ticket{ID: t.ID, Code: t.Code, Status: model.TicketStatus(t.Status), SectionID: t.SectionID, SeatID: t.SeatID, EventID: t.EventID}
+}
+
+func toModelCheckIn(r orders.CheckInResult) *model.CheckInResult {
+	out := &model.CheckInResult{Admitted: r.Admitted}
+	if r.Ticket != nil {
+		out.Ticket = toModelTicket(*r.Ticket)
+	}
+	if r.Reason != "" {
+		out.Reason = &r.Reason
+	}
+	return out
+}

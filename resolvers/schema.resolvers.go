@@ -96,7 +96,7 @@ func (r *eventResolver) SaleStatus(ctx context.Context, obj *model.Event) (model
 		return "", err
 	}
 	sc := obj.SaleConditions
-	return model.SaleStatus(r.Catalog.SaleStatus(catalog.Event{SaleStartsAt: sc.SaleStartsAt, SaleEndsAt: sc.SaleEndsAt}, a)), nil
+	return model.SaleStatus(r.Catalog.SaleStatus(catalog.Event{SaleStartsAt: sc.SaleStartsAt, SaleEndsAt: sc.SaleEndsAt, CancelledAt: obj.CancelledAt}, a)), nil
 }
 
 // Event is the resolver for the event field.
@@ -248,6 +248,48 @@ func (r *mutationResolver) CreateEvent(ctx context.Context, input model.CreateEv
 	return toModelEvent(e), nil
 }
 
+// RequestRefund is the resolver for the requestRefund field.
+func (r *mutationResolver) RequestRefund(ctx context.Context, orderID string, idempotencyKey string) (*model.Order, error) {
+	u, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := r.Orders.RequestRefund(ctx, u, orderID, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return toModelOrder(o), nil
+}
+
+// CancelEvent is the resolver for the cancelEvent field.
+func (r *mutationResolver) CancelEvent(ctx context.Context, id string, reason string) (*model.Event, error) {
+	u, err := auth.RequireAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Orders.CancelEvent(ctx, u, id, reason); err != nil {
+		return nil, err
+	}
+	e, err := r.Catalog.GetEvent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return toModelEvent(e), nil
+}
+
+// CheckIn is the resolver for the checkIn field.
+func (r *mutationResolver) CheckIn(ctx context.Context, eventID string, code string) (*model.CheckInResult, error) {
+	u, err := auth.RequireStaff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.Orders.CheckIn(ctx, u, eventID, code)
+	if err != nil {
+		return nil, err
+	}
+	return toModelCheckIn(res), nil
+}
+
 // Hold is the resolver for the hold field.
 func (r *orderResolver) Hold(ctx context.Context, obj *model.Order) (*model.Hold, error) {
 	u, err := auth.Require(ctx)
@@ -285,13 +327,7 @@ func (r *orderResolver) Tickets(ctx context.Context, obj *model.Order) ([]*model
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Ticket, 0, len(ts))
-	for _, t := range ts {
-		if t.Status == "VALID" {
-			out = append(out, &model.Ticket{ID: t.ID, Code: t.Code, SectionID: t.SectionID, SeatID: t.SeatID, EventID: t.EventID})
-		}
-	}
-	return out, nil
+	return mapAll(ts, toModelTicket), nil
 }
 
 // SearchEvents is the resolver for the searchEvents field.

@@ -422,3 +422,15 @@ func (a *API) queueTicket(w http.ResponseWriter, r *http.Request) {
 	}
 	a.reply(w, r, http.StatusOK, toQueueTicket(t), "")
 }
+
+// ticketKeys is GET /api/ticket-keys: the JWK Set of the ticket codes'
+// public keys (cacheable: keys change only with a redeploy).
+func (a *API) ticketKeys(w http.ResponseWriter, r *http.Request) {
+	if a.s.Orders == nil {
+		a.fail(w, r, apperr.ErrServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(a.s.Orders.TicketKeysJWKS())
+}

@@ -87,6 +87,7 @@ func newEnv(t *testing.T) *env {
 		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
 		"TICKET_SIGNING_KEY":      "ticket-key-for-rest-tests-0123456789",
 		"SEARCH_DIR":              t.TempDir(),
+		"SEATMAP_REDIS_PREFIX":    testdb.RedisPrefix(t), // the rate limits' keys too
 	}
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	require.NoError(t, err)

@@ -82,6 +82,7 @@ type Route struct {
 func (a *API) Routes() []Route {
 	return []Route{
 		{Method: "GET", Path: "/api/openapi.json", handler: a.openAPI},
+		{Method: "GET", Path: "/api/ticket-keys", handler: a.ticketKeys},
 		{Method: "GET", Path: "/api/events", handler: a.searchEvents},
 		{Method: "GET", Path: "/api/events/{eventId}", handler: a.getEvent},
 		{Method: "GET", Path: "/api/events/{eventId}/seatmap/stream", External: true},

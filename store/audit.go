@@ -42,7 +42,7 @@ JOIN sections sec ON sec.id = i.section_id
 LEFT JOIN seats s ON s.id = i.seat_id
 LEFT JOIN orders o ON o.id = coalesce(i.order_id, (SELECT id FROM orders WHERE hold_id = i.hold_id))
 LEFT JOIN LATERAL (SELECT id, status FROM tickets WHERE event_id = i.event_id AND inventory_id = i.id
-                   ORDER BY (status = 'VALID') DESC, issued_at DESC LIMIT 1) t ON true
+                   ORDER BY (status IN ('VALID', 'USED')) DESC, issued_at DESC LIMIT 1) t ON true
 WHERE i.event_id = $1
 ORDER BY sec.name, s.row_index NULLS LAST, s.number, i.unit_no`
 
@@ -106,18 +106,18 @@ FROM hold_items hi JOIN orders o ON o.hold_id = hi.hold_id AND o.status = 'CONFI
 WHERE hi.event_id = $1 AND $2::float8 >= 0
 GROUP BY hi.inventory_id HAVING count(*) > 1
 UNION ALL
-SELECT 'inventory ' || inventory_id || ' has ' || count(*) || ' valid tickets'
-FROM tickets WHERE event_id = $1 AND status = 'VALID' GROUP BY inventory_id HAVING count(*) > 1`},
+SELECT 'inventory ' || inventory_id || ' has ' || count(*) || ' valid or used tickets'
+FROM tickets WHERE event_id = $1 AND status IN ('VALID', 'USED') GROUP BY inventory_id HAVING count(*) > 1`},
 	{"SOLD_WITHOUT_TICKET", `
 SELECT 'inventory ' || i.id || ' is SOLD to order ' || coalesce(i.order_id::text, '?') || ' without a valid ticket'
 FROM inventory i
 WHERE i.event_id = $1 AND $2::float8 >= 0 AND i.status = 'SOLD'
-  AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.event_id = i.event_id AND t.inventory_id = i.id AND t.status = 'VALID')`},
+  AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.event_id = i.event_id AND t.inventory_id = i.id AND t.status IN ('VALID', 'USED'))`},
 	{"TICKET_WITHOUT_SALE", `
-SELECT 'ticket ' || t.id || ' (order ' || t.order_id || ') is valid but inventory ' || t.inventory_id || ' is ' ||
+SELECT 'ticket ' || t.id || ' (order ' || t.order_id || ') is ' || t.status || ' but inventory ' || t.inventory_id || ' is ' ||
        i.status || coalesce(' to order ' || i.order_id::text, '')
 FROM tickets t JOIN inventory i ON i.event_id = t.event_id AND i.id = t.inventory_id
-WHERE t.event_id = $1 AND $2::float8 >= 0 AND t.status = 'VALID'
+WHERE t.event_id = $1 AND $2::float8 >= 0 AND t.status IN ('VALID', 'USED')
   AND (i.status <> 'SOLD' OR i.order_id IS DISTINCT FROM t.order_id)`},
 	{"CONFIRMED_WITHOUT_PAYMENT", `
 SELECT 'order ' || o.id || ' is CONFIRMED without a succeeded payment'
@@ -136,6 +136,16 @@ GROUP BY o.id HAVING count(*) > 1`},
 SELECT 'payment ' || p.id || ' REFUND_PENDING since ' || p.updated_at
 FROM payments p JOIN orders o ON o.id = p.order_id
 WHERE o.event_id = $1 AND p.status = 'REFUND_PENDING' AND p.updated_at < now() - $2::float8 * interval '1 second'`},
+	{"PARTIAL_REFUND", `
+SELECT 'payment ' || p.id || ' of order ' || o.id || ' (' || o.status || '): the provider reports ' ||
+       coalesce(p.refunded_amount::text, '?') || ' of ' || p.amount || ' ' || p.currency || ' refunded: decide (refund the rest, or keep the order)'
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND p.reversal = 'partial_refund' AND p.status = 'SUCCEEDED'`},
+	{"PAYMENT_MISMATCH", `
+SELECT 'provider payment ' || m.provider_payment_id || ' (' || m.provider_status || ', ' || m.amount || ' ' || m.currency ||
+       ') names attempt ' || p.id || ' (' || p.amount || ' ' || p.currency || ') of order ' || o.id || ': never confirms; not yet voided or refunded'
+FROM payment_mismatches m JOIN payments p ON p.id = m.payment_id JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND m.resolved_at IS NULL`},
 	{"CAPACITY_MISMATCH", `
 SELECT 'section ' || sec.name || ' (' || sec.id || '): held ' || count(i.id) FILTER (WHERE i.status = 'HELD' AND i.expires_at > now()) ||
        ' + sold ' || count(i.id) FILTER (WHERE i.status = 'SOLD') ||

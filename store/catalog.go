@@ -73,6 +73,8 @@ type Event struct {
 	HoldDurationSeconds int        `db:"hold_duration_seconds"`
 	QueueRequired       bool       `db:"queue_required"`
 	RefundPolicy        string     `db:"refund_policy"`
+	RefundDeadline      *time.Time `db:"refund_deadline"`
+	CancelledAt         *time.Time `db:"cancelled_at"`
 	Version             int64      `db:"version"`
 }
 
@@ -132,7 +134,7 @@ const (
 	artistCols  = `a.id, a.name, a.bio, a.genres`
 	eventCols   = `e.id, e.venue_id, e.name, e.description, e.category, e.starts_at, e.ends_at,
 	e.sale_starts_at, e.sale_ends_at, e.max_tickets_per_user, e.hold_duration_seconds,
-	e.queue_required, e.refund_policy, e.version`
+	e.queue_required, e.refund_policy, e.refund_deadline, e.cancelled_at, e.version`
 
 	sqlVenueInsert = `INSERT INTO venues (id, name, address, city, country, lat, lon)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
@@ -149,8 +151,9 @@ FROM event_artists ea JOIN artists a ON a.id = ea.artist_id
 WHERE ea.event_id = ANY($1::uuid[]) ORDER BY ea.event_id, ea.position`
 
 	sqlEventInsert = `INSERT INTO events (id, venue_id, name, description, category, starts_at, ends_at,
-	sale_starts_at, sale_ends_at, max_tickets_per_user, hold_duration_seconds, queue_required, refund_policy, version)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+	sale_starts_at, sale_ends_at, max_tickets_per_user, hold_duration_seconds, queue_required, refund_policy, version,
+	refund_deadline)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	sqlEventArtistsInsert = `INSERT INTO event_artists (event_id, artist_id, position)
 SELECT $1, t.artist_id, t.ord FROM unnest($2::uuid[]) WITH ORDINALITY AS t(artist_id, ord)`
 	sqlEventsByIDs      = `SELECT ` + eventCols + ` FROM events e WHERE e.id = ANY($1::uuid[])`
@@ -282,7 +285,7 @@ func (s *Store) ArtistsByEventIDs(ctx context.Context, eventIDs []string) ([]Eve
 func (s *Store) EventCreate(ctx context.Context, e Event) error {
 	_, err := s.db.Exec(ctx, sqlEventInsert, e.ID, e.VenueID, e.Name, e.Description, e.Category,
 		e.StartsAt, e.EndsAt, e.SaleStartsAt, e.SaleEndsAt, e.MaxTicketsPerUser,
-		e.HoldDurationSeconds, e.QueueRequired, e.RefundPolicy, e.Version)
+		e.HoldDurationSeconds, e.QueueRequired, e.RefundPolicy, e.Version, e.RefundDeadline)
 	return wrap("event create", err)
 }
 
@@ -291,12 +294,12 @@ func (s *Store) EventsCreate(ctx context.Context, evs []Event) error {
 	_, err := s.db.CopyFrom(ctx, pgx.Identifier{"events"},
 		[]string{"id", "venue_id", "name", "description", "category", "starts_at", "ends_at",
 			"sale_starts_at", "sale_ends_at", "max_tickets_per_user", "hold_duration_seconds",
-			"queue_required", "refund_policy", "version"},
+			"queue_required", "refund_policy", "version", "refund_deadline"},
 		pgx.CopyFromSlice(len(evs), func(i int) ([]any, error) {
 			e := evs[i]
 			return []any{e.ID, e.VenueID, e.Name, e.Description, e.Category, e.StartsAt, e.EndsAt,
 				e.SaleStartsAt, e.SaleEndsAt, e.MaxTicketsPerUser, e.HoldDurationSeconds,
-				e.QueueRequired, e.RefundPolicy, e.Version}, nil
+				e.QueueRequired, e.RefundPolicy, e.Version, e.RefundDeadline}, nil
 		}))
 	return wrap("events create", err)
 }

@@ -220,6 +220,17 @@ func (s *Store) MarkPaymentChecked(ctx context.Context, id string) error {
 	return wrap("mark payment checked", err)
 }
 
+// SetPaymentReversal records a reversal the provider reported on a payment
+// (kind refund, dispute or partial_refund; amount: what was refunded, 0 if
+// unknown). A later report of a full refund or dispute replaces a partial
+// one, never the other way round.
+func (s *Store) SetPaymentReversal(ctx context.Context, id, kind string, amount int64) error {
+	_, err := s.db.Exec(ctx, `UPDATE payments SET reversal = $2, refunded_amount = nullif($3, 0)
+WHERE id = $1 AND (reversal IS NULL OR (reversal = 'partial_refund' AND $2 <> 'partial_refund')
+                   OR (reversal = 'partial_refund' AND $2 = 'partial_refund' AND $3 > coalesce(refunded_amount, 0)))`, id, kind, amount)
+	return wrap("set payment reversal", err)
+}
+
 // PaymentsAtRisk are the counts behind the money gauges.
 type PaymentsAtRisk struct {
 	// WithoutOrder: succeeded charges not backed by a confirmed order.
@@ -229,6 +240,9 @@ type PaymentsAtRisk struct {
 	// UnknownStuck: attempts whose create was never answered within the
 	// provider's idempotency window (no longer repeated).
 	UnknownStuck int
+	// Reversals: payments the provider reversed on its own, by kind
+	// (refund, dispute, partial_refund).
+	Reversals map[string]int
 }
 
 // CountPaymentsAtRisk counts the payments that need watching.
@@ -239,7 +253,24 @@ func (s *Store) CountPaymentsAtRisk(ctx context.Context, keyWindow time.Duration
   (SELECT count(*) FROM payments WHERE status = 'REFUND_PENDING'),
   (SELECT count(*) FROM payments WHERE status = 'UNKNOWN' AND provider_ref IS NULL AND created_at < now() - $1 * interval '1 second')`,
 		keyWindow.Seconds()).Scan(&c.WithoutOrder, &c.RefundsPending, &c.UnknownStuck)
-	return c, wrap("count payments at risk", err)
+	if err != nil {
+		return c, wrap("count payments at risk", err)
+	}
+	c.Reversals = map[string]int{"refund": 0, "dispute": 0, "partial_refund": 0}
+	rows, err := s.db.Query(ctx, `SELECT reversal, count(*) FROM payments WHERE reversal IS NOT NULL GROUP BY reversal`)
+	if err != nil {
+		return c, wrap("count reversals", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			return c, wrap("count reversals", err)
+		}
+		c.Reversals[k] = n
+	}
+	return c, wrap("count reversals", rows.Err())
 }
 
 const sqlInboxInsert = `

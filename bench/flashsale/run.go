@@ -251,6 +251,7 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 			"SEARCH_DIR=" + filepath.Join(r.dir, "search-"+strconv.Itoa(port)),
 			"QUEUE_ADMIT_RATE=" + strconv.FormatFloat(cfg.AdmitRate, 'f', -1, 64), "QUEUE_WINDOW=" + strconv.Itoa(cfg.Window),
 			"QUEUE_ADMISSION_TTL=" + cfg.AdmissionTTL.String(), "QUEUE_JOIN_RATE_ADDR=0", "QUEUE_JOIN_RATE_USER=0",
+			"ABUSE_LIMITS=off", // every buyer is one address
 			"PAYMENTS_RECONCILE_AFTER=" + cfg.ReconcileAfter.String(), "PAYMENTS_RECONCILE_INTERVAL=" + (cfg.ReconcileAfter / 2).String(),
 		}
 	}

@@ -75,7 +75,7 @@ func TestSeatMapLoad(t *testing.T) {
 
 	// The server: a real `ticketing serve` process with its workers (relay).
 	srv := exec.Command(bin, "serve")
-	srv.Env = append(os.Environ(), "HTTP_ADDR="+addr, "DATABASE_URL="+dbURL, "REDIS_URL="+testdb.RedisURL(),
+	srv.Env = append(os.Environ(), "ABUSE_LIMITS=off", "HTTP_ADDR="+addr, "DATABASE_URL="+dbURL, "REDIS_URL="+testdb.RedisURL(),
 		"SEARCH_DIR="+filepath.Join(t.TempDir(), "search"))
 	logf, _ := os.Create(filepath.Join(t.TempDir(), "server.log"))
 	srv.Stdout, srv.Stderr = logf, logf

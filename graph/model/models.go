@@ -16,6 +16,7 @@ type Event struct {
 	StartsAt       time.Time       `json:"startsAt"`
 	EndsAt         *time.Time      `json:"endsAt,omitempty"`
 	SaleConditions *SaleConditions `json:"saleConditions"`
+	CancelledAt    *time.Time      `json:"cancelledAt,omitempty"`
 	VenueID        string          `json:"-"`
 }
 
@@ -85,9 +86,10 @@ type Order struct {
 
 // Ticket is an issued right of entry.
 type Ticket struct {
-	ID        string  `json:"id"`
-	Code      string  `json:"code"`
-	SectionID string  `json:"-"`
-	SeatID    *string `json:"-"`
-	EventID   string  `json:"-"`
+	ID        string       `json:"id"`
+	Code      string       `json:"code"`
+	Status    TicketStatus `json:"status"`
+	SectionID string       `json:"-"`
+	SeatID    *string      `json:"-"`
+	EventID   string       `json:"-"`
 }

@@ -25,6 +25,15 @@ type BestAvailableInput struct {
 	Adjacent *bool `json:"adjacent,omitempty"`
 }
 
+type CheckInResult struct {
+	// True the first time a VALID ticket of this event is presented; false when it is USED, VOID, of another event, or the code does not verify.
+	Admitted bool `json:"admitted"`
+	// Null when the code does not verify.
+	Ticket *Ticket `json:"ticket,omitempty"`
+	// Why not admitted: ALREADY_USED, VOID, OTHER_EVENT or INVALID_CODE.
+	Reason *string `json:"reason,omitempty"`
+}
+
 type CreateArtistInput struct {
 	Name   string   `json:"name"`
 	Bio    *string  `json:"bio,omitempty"`
@@ -44,9 +53,10 @@ type CreateEventInput struct {
 	Prices            []*SectionPriceInput `json:"prices"`
 	MaxTicketsPerUser *int                 `json:"maxTicketsPerUser,omitempty"`
 	// Any value from 1 to 3600.
-	HoldDurationSeconds *int    `json:"holdDurationSeconds,omitempty"`
-	QueueRequired       *bool   `json:"queueRequired,omitempty"`
-	RefundPolicy        *string `json:"refundPolicy,omitempty"`
+	HoldDurationSeconds *int       `json:"holdDurationSeconds,omitempty"`
+	QueueRequired       *bool      `json:"queueRequired,omitempty"`
+	RefundPolicy        *string    `json:"refundPolicy,omitempty"`
+	RefundDeadline      *time.Time `json:"refundDeadline,omitempty"`
 }
 
 type CreateHoldInput struct {
@@ -207,6 +217,8 @@ type SaleConditions struct {
 	// True when buyers must pass the virtual queue before holding.
 	QueueRequired bool   `json:"queueRequired"`
 	RefundPolicy  string `json:"refundPolicy"`
+	// A buyer may refund a confirmed order with requestRefund until this instant; null: no refunds on request.
+	RefundDeadline *time.Time `json:"refundDeadline,omitempty"`
 }
 
 type SearchFacets struct {
@@ -309,6 +321,8 @@ const (
 	ErrorCodeRateLimited            ErrorCode = "RATE_LIMITED"
 	ErrorCodeServiceUnavailable     ErrorCode = "SERVICE_UNAVAILABLE"
 	ErrorCodeInternal               ErrorCode = "INTERNAL"
+	// requestRefund after saleConditions.refundDeadline, on an event without refunds, or on an order that is not CONFIRMED.
+	ErrorCodeRefundNotAllowed ErrorCode = "REFUND_NOT_ALLOWED"
 )
 
 var AllErrorCode = []ErrorCode{
@@ -327,11 +341,12 @@ var AllErrorCode = []ErrorCode{
 	ErrorCodeRateLimited,
 	ErrorCodeServiceUnavailable,
 	ErrorCodeInternal,
+	ErrorCodeRefundNotAllowed,
 }
 
 func (e ErrorCode) IsValid() bool {
 	switch e {
-	case ErrorCodeUnauthenticated, ErrorCodeForbidden, ErrorCodeNotFound, ErrorCodeBadUserInput, ErrorCodeSeatUnavailable, ErrorCodeHoldLimitExceeded, ErrorCodeHoldExpired, ErrorCodeHoldAlreadyOrdered, ErrorCodeIdempotencyKeyReused, ErrorCodeQueueAdmissionRequired, ErrorCodeSaleNotOpen, ErrorCodePaymentInProgress, ErrorCodeRateLimited, ErrorCodeServiceUnavailable, ErrorCodeInternal:
+	case ErrorCodeUnauthenticated, ErrorCodeForbidden, ErrorCodeNotFound, ErrorCodeBadUserInput, ErrorCodeSeatUnavailable, ErrorCodeHoldLimitExceeded, ErrorCodeHoldExpired, ErrorCodeHoldAlreadyOrdered, ErrorCodeIdempotencyKeyReused, ErrorCodeQueueAdmissionRequired, ErrorCodeSaleNotOpen, ErrorCodePaymentInProgress, ErrorCodeRateLimited, ErrorCodeServiceUnavailable, ErrorCodeInternal, ErrorCodeRefundNotAllowed:
 		return true
 	}
 	return false
@@ -501,6 +516,8 @@ const (
 	// The hold ran out before a verified payment; any charge is refunded.
 	OrderStatusExpired   OrderStatus = "EXPIRED"
 	OrderStatusCancelled OrderStatus = "CANCELLED"
+	// Was CONFIRMED, then refunded in full: by the buyer's requestRefund, by the event's cancellation, or by a refund or dispute that the payment provider reported. Its tickets are VOID; the money's state is on the payment (REFUND_PENDING, then REFUNDED).
+	OrderStatusRefunded OrderStatus = "REFUNDED"
 )
 
 var AllOrderStatus = []OrderStatus{
@@ -509,11 +526,12 @@ var AllOrderStatus = []OrderStatus{
 	OrderStatusPaymentFailed,
 	OrderStatusExpired,
 	OrderStatusCancelled,
+	OrderStatusRefunded,
 }
 
 func (e OrderStatus) IsValid() bool {
 	switch e {
-	case OrderStatusAwaitingPayment, OrderStatusConfirmed, OrderStatusPaymentFailed, OrderStatusExpired, OrderStatusCancelled:
+	case OrderStatusAwaitingPayment, OrderStatusConfirmed, OrderStatusPaymentFailed, OrderStatusExpired, OrderStatusCancelled, OrderStatusRefunded:
 		return true
 	}
 	return false
@@ -846,6 +864,65 @@ func (e *SectionKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e SectionKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type TicketStatus string
+
+const (
+	TicketStatusValid TicketStatus = "VALID"
+	// Admitted at the door once (checkIn).
+	TicketStatusUsed TicketStatus = "USED"
+	// Grants no entry: its order was refunded or its event cancelled.
+	TicketStatusVoid TicketStatus = "VOID"
+)
+
+var AllTicketStatus = []TicketStatus{
+	TicketStatusValid,
+	TicketStatusUsed,
+	TicketStatusVoid,
+}
+
+func (e TicketStatus) IsValid() bool {
+	switch e {
+	case TicketStatusValid, TicketStatusUsed, TicketStatusVoid:
+		return true
+	}
+	return false
+}
+
+func (e TicketStatus) String() string {
+	return string(e)
+}
+
+func (e *TicketStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TicketStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TicketStatus", str)
+	}
+	return nil
+}
+
+func (e TicketStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TicketStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TicketStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

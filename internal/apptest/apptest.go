@@ -28,6 +28,9 @@ func New(t testing.TB, env map[string]string) *app.App {
 	t.Helper()
 	defaults := testdb.RedisEnv() // REDIS_URL, and REDIS_CLUSTER_ADDRS in cluster mode
 	defaults["SEARCH_DIR"] = t.TempDir()
+	// The test's own Redis key prefix: the seat map's and the rate limits'
+	// keys are not shared with tests running at the same time.
+	defaults["SEATMAP_REDIS_PREFIX"] = testdb.RedisPrefix(t)
 	if env["DATABASE_URL"] == "" {
 		defaults["DATABASE_URL"] = testdb.NewDatabase(t)
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,3 +54,10 @@ func (r *OwnRedis) Stop() {
 		_ = r.cmd.Wait()
 	}
 }
+
+// Pause freezes the server (SIGSTOP): connections stay open and nothing is
+// answered, as with a hung Redis. Resume undoes it.
+func (r *OwnRedis) Pause() { _ = r.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (r *OwnRedis) Resume() { _ = r.cmd.Process.Signal(syscall.SIGCONT) }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,10 @@ type Transport struct {
 	ReadLimit int64
 	// ErrorFunc, if set, receives read and write errors other than a close.
 	ErrorFunc func(ctx context.Context, err error)
+	// Detach, if set, is called once the connection is upgraded and
+	// outlives its handler; the function it returns is called when the
+	// connection ends (the server's per-address count of open streams).
+	Detach func(r *http.Request) func()
 	// MaxSubscriptions caps the live subscriptions of one connection (zero:
 	// no cap). A subscription over it gets SubscriptionLimit's error, then
 	// complete.
@@ -99,7 +104,23 @@ const (
 	// closeProtocolError is what gqlgen's transport closes with on a
 	// protocol violation.
 	closeProtocolError = 1002
+	// The close codes of the graphql-transport-ws protocol
+	// (github.com/enisdenjo/graphql-ws, PROTOCOL.md).
+	closeBadRequest      = 4400 // an invalid or unknown message
+	closeUnauthorized    = 4401 // subscribe before connection_ack
+	closeInitTimeout     = 4408 // no connection_init in time
+	closeDuplicateID     = 4409 // a subscribe with the id of a live one
+	closeTooManyInitReqs = 4429 // a second connection_init
 )
+
+// protocolClose is the close code for a protocol violation: graphql-transport-ws's
+// own code, or 1002 for the legacy graphql-ws.
+func (c *connection) protocolClose(code int) int {
+	if c.legacy {
+		return closeProtocolError
+	}
+	return code
+}
 
 var _ graphql.Transport = Transport{}
 
@@ -140,6 +161,9 @@ func (t Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Graph
 	}
 	ws.SetReadLimit(limit)
 	c := &connection{t: t, ws: ws, br: hj.br, exec: exec}
+	if t.Detach != nil {
+		c.detached = t.Detach(r)
+	}
 	switch ws.Subprotocol() {
 	case protoTransportWS:
 	case protoLegacyWS, "":
@@ -181,6 +205,8 @@ type connection struct {
 	// unwatch stops watching InitFunc's context, if it can end.
 	unwatch func() bool
 	timer   *time.Timer // keepalive
+	// detached is Transport.Detach's function, called once closed.
+	detached func()
 }
 
 type op struct {
@@ -222,20 +248,23 @@ func (c *connection) serve(parent context.Context) {
 	switch {
 	case errors.Is(err, errInvalidMessage):
 		c.connectionError("invalid json")
-		c.close(closeProtocolError, "decoding error")
+		c.close(c.protocolClose(closeBadRequest), "decoding error")
 		return
 	case isTimeout(err):
-		c.close(closeProtocolError, "connection initialisation timeout")
+		c.close(c.protocolClose(closeInitTimeout), "Connection initialisation timeout")
 		return
 	case err != nil:
-		c.close(closeProtocolError, "decoding error")
+		c.close(c.protocolClose(closeBadRequest), "decoding error")
 		return
 	case c.legacy && m.Type == "connection_terminate":
 		c.close(websocket.CloseNormalClosure, "terminated")
 		return
+	case !c.legacy && (m.Type == "subscribe" || m.Type == "complete"):
+		c.close(closeUnauthorized, "Unauthorized")
+		return
 	case m.Type != "connection_init":
 		c.connectionError("unexpected message %s", m.Type)
-		c.close(closeProtocolError, "unexpected message")
+		c.close(c.protocolClose(closeBadRequest), "unexpected message")
 		return
 	}
 	if c.init(parent, m.Payload) {
@@ -281,12 +310,15 @@ func (c *connection) handle(start time.Time, r io.Reader) bool {
 	var m message
 	if err := json.NewDecoder(r).Decode(&m); err != nil {
 		c.connectionError("invalid json")
-		c.close(closeProtocolError, "decoding error")
+		c.close(c.protocolClose(closeBadRequest), "decoding error")
 		return false
 	}
 	switch {
+	case m.Type == "connection_init" && !c.legacy:
+		c.close(closeTooManyInitReqs, "Too many initialisation requests")
+		return false
 	case m.Type == "subscribe" && !c.legacy, m.Type == "start" && c.legacy:
-		c.subscribe(start, m)
+		return c.subscribe(start, m)
 	case m.Type == "complete" && !c.legacy, m.Type == "stop" && c.legacy:
 		c.mu.Lock()
 		o := c.op(m.ID)
@@ -302,7 +334,7 @@ func (c *connection) handle(start time.Time, r io.Reader) bool {
 		return false
 	default:
 		c.connectionError("unexpected message %s", m.Type)
-		c.close(closeProtocolError, "unexpected message")
+		c.close(c.protocolClose(closeBadRequest), "unexpected message")
 		return false
 	}
 	return true
@@ -314,7 +346,7 @@ func (c *connection) init(parent context.Context, raw json.RawMessage) bool {
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &payload); err != nil {
 			c.connectionError("invalid json")
-			c.close(closeProtocolError, "decoding error")
+			c.close(c.protocolClose(closeBadRequest), "decoding error")
 			return false
 		}
 	}
@@ -379,23 +411,40 @@ func (c *connection) keepAlive() {
 
 // subscribe registers an operation (so a "complete"/"stop" that follows is
 // not missed) and runs it on its own goroutine: parsing and validation grow
-// that goroutine's stack, not the read loop's.
-func (c *connection) subscribe(start time.Time, m message) {
+// that goroutine's stack, not the read loop's. A graphql-transport-ws
+// subscribe with the id of a live operation closes the connection (4409);
+// false means it was closed.
+func (c *connection) subscribe(start time.Time, m message) bool {
 	ctx, cancel := context.WithCancel(c.ctx)
 	o := &op{id: m.ID, cancel: cancel}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		cancel()
-		return
+		return false
 	}
 	if i := c.opIndex(m.ID); i >= 0 {
+		if !c.legacy {
+			c.mu.Unlock()
+			cancel()
+			c.close(closeDuplicateID, truncateReason("Subscriber for "+m.ID+" already exists"))
+			return false
+		}
 		c.ops[i] = o // as a map would: the old one can no longer be stopped by id
 	} else {
 		c.ops = append(c.ops, o)
 	}
 	c.mu.Unlock()
 	go c.run(ctx, o, start, m)
+	return true
+}
+
+// truncateReason keeps a close reason within the 123 bytes a close frame allows.
+func truncateReason(s string) string {
+	if len(s) > 120 {
+		return strings.ToValidUTF8(s[:120], "")
+	}
+	return s
 }
 
 // run executes an operation: errors before execution are sent as gqlgen
@@ -902,6 +951,9 @@ func (c *connection) close(code int, reason string) {
 		o.cancel()
 	}
 	_ = c.ws.Close()
+	if c.detached != nil {
+		c.detached()
+	}
 }
 
 func (c *connection) reportError(err error) {

@@ -123,7 +123,7 @@ func TestTransportWS(t *testing.T) {
 			break
 		}
 	}
-	require.Equal(t, closeProtocolError, ce.Code)
+	require.Equal(t, closeBadRequest, ce.Code)
 }
 
 func TestTransportLegacyWS(t *testing.T) {
@@ -298,4 +298,58 @@ func TestTransportInitContextEnds(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, websocket.CloseNormalClosure, ce.Code)
 	<-cancelled
+}
+
+// closeCode reads until the server closes c and returns the close code.
+func closeCode(t *testing.T, c *websocket.Conn) int {
+	t.Helper()
+	for {
+		var m msg
+		if err := c.ReadJSON(&m); err != nil {
+			var ce *websocket.CloseError
+			require.ErrorAs(t, err, &ce)
+			return ce.Code
+		}
+	}
+}
+
+// TestTransportWSCloseCodes: the close codes of graphql-transport-ws's
+// PROTOCOL.md.
+func TestTransportWSCloseCodes(t *testing.T) {
+	t.Run("SubscribeBeforeInit4401", func(t *testing.T) {
+		c, _ := dial(t, Transport{}, "graphql-transport-ws")
+		require.NoError(t, c.WriteJSON(msg{ID: "1", Type: "subscribe", Payload: json.RawMessage(`{"query":"subscription"}`)}))
+		require.Equal(t, 4401, closeCode(t, c))
+	})
+	t.Run("SecondInit4429", func(t *testing.T) {
+		c, _ := dial(t, Transport{}, "graphql-transport-ws")
+		require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+		require.Equal(t, "connection_ack", next(t, c).Type)
+		require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+		require.Equal(t, 4429, closeCode(t, c))
+	})
+	t.Run("DuplicateID4409", func(t *testing.T) {
+		c, _ := dial(t, Transport{}, "graphql-transport-ws")
+		require.NoError(t, c.WriteJSON(msg{Type: "connection_init"}))
+		require.Equal(t, "connection_ack", next(t, c).Type)
+		sub := msg{ID: "x", Type: "subscribe", Payload: json.RawMessage(`{"query":"subscription"}`)}
+		require.NoError(t, c.WriteJSON(sub))
+		require.Equal(t, "next", next(t, c, "ping").Type)
+		require.NoError(t, c.WriteJSON(sub))
+		require.Equal(t, 4409, closeCode(t, c))
+	})
+	t.Run("InitTimeout4408", func(t *testing.T) {
+		c, _ := dial(t, Transport{InitTimeout: 50 * time.Millisecond}, "graphql-transport-ws")
+		require.Equal(t, 4408, closeCode(t, c))
+	})
+	t.Run("InvalidMessage4400", func(t *testing.T) {
+		c, _ := dial(t, Transport{}, "graphql-transport-ws")
+		require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte("{not json")))
+		require.Equal(t, 4400, closeCode(t, c))
+	})
+	t.Run("LegacyKeeps1002", func(t *testing.T) {
+		c, _ := dial(t, Transport{}, "graphql-ws")
+		require.NoError(t, c.WriteJSON(msg{ID: "1", Type: "start", Payload: json.RawMessage(`{"query":"subscription"}`)}))
+		require.Equal(t, closeProtocolError, closeCode(t, c))
+	})
 }

@@ -1,0 +1,122 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/ticketing/ticketing/queue"
+)
+
+// MaxStreamsPerAddress caps the open WebSocket and SSE connections of one
+// client address (with ABUSE_LIMITS on): one more is answered 429
+// RATE_LIMITED. Generous, since fans behind one NAT share an address.
+const MaxStreamsPerAddress = 200
+
+// streamLimiter counts the open streams of each client address.
+type streamLimiter struct {
+	max  int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func newStreamLimiter(max int) *streamLimiter {
+	return &streamLimiter{max: max, open: map[string]int{}}
+}
+
+// acquire takes a slot of addr; release gives it back (once).
+func (l *streamLimiter) acquire(addr string) (release func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.max > 0 && l.open[addr] >= l.max {
+		return nil, false
+	}
+	l.open[addr]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.open[addr]--; l.open[addr] <= 0 {
+				delete(l.open, addr)
+			}
+		})
+	}, true
+}
+
+// streamSlot is the slot of a streaming request, in its context: a
+// WebSocket transport that keeps the connection after the handler returns
+// takes it over (keepStreamSlot) and releases it when the connection ends.
+type streamSlot struct {
+	release func()
+	kept    atomic.Bool
+}
+
+type streamSlotKey struct{}
+
+// keepStreamSlot is wsgorilla.Transport.Detach: the slot of r's request is
+// released when the WebSocket closes, not when its handler returns.
+func keepStreamSlot(r *http.Request) func() {
+	s, _ := r.Context().Value(streamSlotKey{}).(*streamSlot)
+	if s == nil {
+		return func() {}
+	}
+	s.kept.Store(true)
+	return s.release
+}
+
+func isStream(r *http.Request) bool {
+	return websocket.IsWebSocketUpgrade(r) || strings.Contains(r.Header.Get("Accept"), "text/event-stream") ||
+		strings.HasSuffix(r.URL.Path, "/seatmap/stream")
+}
+
+// limitStreams applies MaxStreamsPerAddress to WebSocket and SSE requests.
+func (a *App) limitStreams(next http.Handler) http.Handler {
+	if !a.Cfg.AbuseLimits {
+		return next
+	}
+	l := newStreamLimiter(MaxStreamsPerAddress)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isStream(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		release, ok := l.acquire(queue.ClientAddr(r.Context()))
+		if !ok {
+			w.Header().Set("Retry-After", "30")
+			writeErrorExt(w, r, http.StatusTooManyRequests, "RATE_LIMITED",
+				fmt.Sprintf("at most %d open streams per client address", MaxStreamsPerAddress),
+				map[string]any{"retryAfterSeconds": 30, "limit": MaxStreamsPerAddress})
+			return
+		}
+		s := &streamSlot{release: release}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamSlotKey{}, s)))
+		if !s.kept.Load() {
+			release()
+		}
+	})
+}
+
+// metricMethod folds the request method into a fixed set of label values.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}
+
+// securityHeaders sets nosniff on every response (the web app and the
+// Playground set their own Content-Security-Policy, frame-ancestors 'none').
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,107 @@
+package app_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/internal/apptest"
+	"github.com/ticketing/ticketing/internal/fixtures"
+	"github.com/ticketing/ticketing/internal/paysimtest"
+	"github.com/ticketing/ticketing/internal/testdb"
+)
+
+// TestNotificationAppliedWhileHoldsFloodThePool: every connection of the
+// main pool (the one holds use) is taken, as by a flood of holds; the
+// buyer pays, and paysim's signed notification still confirms the order,
+// since orders, payments and their webhooks have a pool of their own. With
+// one shared pool the confirmation would wait as long as the flood lasts
+// (here: for ever, so the test's 60 s bound is only a deadlock detector).
+func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
+	t.Parallel()
+	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dbURL := testdb.NewDatabase(t)
+	a := apptest.New(t, map[string]string{
+		"DATABASE_URL":            dbURL,
+		"REDIS_URL":               testdb.RedisURL(),
+		"JWT_HS256_SECRET":        orderUpdatesJWTSecret,
+		"PAYMENTS_BASE_URL":       ps.URL,
+		"PAYMENTS_WEBHOOK_SECRET": orderUpdatesWebhookSecret,
+		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
+		"TICKET_SIGNING_KEY":      orderUpdatesTicketKey,
+		"SEARCH_DIR":              t.TempDir(),
+	})
+	srv := httptest.NewUnstartedServer(a.Handler())
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	ev := fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
+	buyer, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", "buyer-"+uuid.NewString()[:8], nil, time.Hour)
+	require.NoError(t, err)
+
+	var hold struct {
+		CreateHold struct{ ID string } `json:"createHold"`
+	}
+	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($e: ID!, $s: [ID!]) { createHold(input: {eventId: $e, seatIds: $s, idempotencyKey: "h1"}) { id } }`,
+		map[string]any{"e": ev.ID, "s": []string{ev.Seats[0]}}, &hold))
+	var created struct {
+		CreateOrder struct {
+			ID       string
+			Payments []struct {
+				CheckoutURL string `json:"checkoutUrl"`
+			}
+		} `json:"createOrder"`
+	}
+	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($h: ID!) { createOrder(input: {holdId: $h, idempotencyKey: "o1"}) { id payments { checkoutUrl } } }`,
+		map[string]any{"h": hold.CreateHold.ID}, &created))
+	order := created.CreateOrder
+
+	// The flood: take every connection of the main pool and keep them.
+	var taken []*pgxpool.Conn
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		c, err := a.Pool.Acquire(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		taken = append(taken, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range taken {
+			c.Release()
+		}
+	})
+	require.EqualValues(t, a.Pool.Config().MaxConns, len(taken), "the main pool is exhausted")
+
+	// Pay: paysim notifies the server, which must confirm by itself.
+	resp, err := http.PostForm(order.Payments[0].CheckoutURL, url.Values{"outcome": {"succeed"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	paid := time.Now()
+
+	conn, err := pgxpool.New(context.Background(), dbURL) // a reader of its own
+	require.NoError(t, err)
+	defer conn.Close()
+	var status string
+	require.Eventually(t, func() bool {
+		err := conn.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, order.ID).Scan(&status)
+		return err == nil && status == "CONFIRMED"
+	}, 60*time.Second, 20*time.Millisecond, "the order was not confirmed while the main pool was exhausted (last status %q)", status)
+	t.Logf("confirmed %v after payment, with all %d connections of the main pool taken", time.Since(paid).Round(time.Millisecond), len(taken))
+}
