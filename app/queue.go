@@ -14,9 +14,20 @@ import (
 func (a *App) initQueue() error {
 	qcfg := a.Cfg.Queue
 	var err error
-	a.Queue, err = queue.New(queue.Deps{
-		Redis: a.Redis, Events: a.Store, Now: a.Now, Log: a.Log, Metrics: a.Metrics,
-	}, qcfg)
+	deps := queue.Deps{Redis: a.Redis, Events: a.Store, Now: a.Now, Log: a.Log, Metrics: a.Metrics}
+	if qcfg.Adaptive {
+		// Adaptive admission: the hold path's latency and refusals set the
+		// rate; QUEUE_ADMIT_RATE/QUEUE_WINDOW are ceilings. a.Holds is
+		// built right after the queue, before any controller runs.
+		deps.Pressure = func() queue.Pressure {
+			if a.Holds == nil {
+				return queue.Pressure{}
+			}
+			l, shed := a.Holds.Pressure()
+			return queue.Pressure{Latency: l, Shed: shed}
+		}
+	}
+	a.Queue, err = queue.New(deps, qcfg)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,12 @@ type Service struct {
 	health      health
 	fallbackSem chan struct{}
 	lane        chan struct{}
-	terms       sync.Map // eventID -> leaseTerms
+
+	pressMu sync.Mutex
+	latEWMA float64   // seconds, of the hold transactions (lane wait included)
+	latAt   time.Time // last update
+	shedN   uint64
+	terms   sync.Map // eventID -> leaseTerms
 }
 
 // leaseTerms are what a request needs to know of its event before taking
@@ -137,6 +142,33 @@ func New(st *store.Store, cfg Config) *Service {
 		fallbackSem: make(chan struct{}, cfg.FallbackConcurrency), lane: make(chan struct{}, cfg.Concurrency)}
 }
 
+// observe feeds a hold's latency (lane wait + transaction) into the EWMA
+// that Pressure reports.
+func (s *Service) observe(d time.Duration) {
+	s.pressMu.Lock()
+	defer s.pressMu.Unlock()
+	now := time.Now()
+	if s.latAt.IsZero() || now.Sub(s.latAt) > 2*time.Second {
+		s.latEWMA = d.Seconds()
+	} else {
+		s.latEWMA += 0.1 * (d.Seconds() - s.latEWMA)
+	}
+	s.latAt = now
+}
+
+// Pressure reports the hold path's recent latency (an EWMA of lane wait +
+// transaction; zero when no hold ran in the last 2 s) and the number of
+// holds shed so far: the adaptive admission controller's signal
+// (queue.Deps.Pressure).
+func (s *Service) Pressure() (latency time.Duration, shed uint64) {
+	s.pressMu.Lock()
+	defer s.pressMu.Unlock()
+	if !s.latAt.IsZero() && time.Since(s.latAt) <= 2*time.Second {
+		latency = time.Duration(s.latEWMA * float64(time.Second))
+	}
+	return latency, s.shedN
+}
+
 // enterLane takes a place among the hold transactions in flight, or
 // refuses after LaneWait (RATE_LIMITED with a retry delay): a saturated
 // hold path answers quickly instead of queueing requests for seconds.
@@ -153,6 +185,9 @@ func (s *Service) enterLane(ctx context.Context) (release func(), err error) {
 		return func() { <-s.lane }, nil
 	case <-t.C:
 		s.metrics.shed.Inc()
+		s.pressMu.Lock()
+		s.shedN++
+		s.pressMu.Unlock()
 		return nil, fmt.Errorf("create hold: the hold path is saturated: %w", &apperr.RateLimitedError{RetryAfter: s.cfg.LaneRetryAfter})
 	case <-ctx.Done():
 		return nil, errors.Join(apperr.ErrServiceUnavailable, ctx.Err())
@@ -256,6 +291,7 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 		defer release()
 	}
 
+	entered := time.Now()
 	leave, err := s.enterLane(ctx)
 	if err != nil {
 		s.releaseLeases(req.EventID, ours, holdID)
@@ -265,6 +301,7 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	start := time.Now()
 	h, seats, replay, err := s.holdDB(ctx, user.ID, req, hash, holdID, admitted)
 	s.metrics.txDuration.Observe(time.Since(start).Seconds())
+	s.observe(time.Since(entered))
 	if err != nil || replay {
 		s.releaseLeases(req.EventID, ours, holdID)
 		var su *apperr.SeatUnavailableError

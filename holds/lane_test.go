@@ -62,6 +62,8 @@ func TestSaturatedHoldLaneRefusesQuickly(t *testing.T) {
 	d, _ := apperr.Describe(err)
 	require.Equal(t, "RATE_LIMITED", d.Code)
 	require.Equal(t, 1, d.Extensions["retryAfterSeconds"])
+	_, shed := e.svc.Pressure()
+	require.EqualValues(t, 1, shed, "the refusal is reported to the admission controller")
 
 	// The abandoned request stops costing: Postgres no longer runs it, and
 	// its place serves the next buyer.
@@ -71,6 +73,8 @@ func TestSaturatedHoldLaneRefusesQuickly(t *testing.T) {
 	h, err := e.svc.Create(context.Background(), user(2), seatsReq(ev, ev.Seats[1][0]))
 	require.NoError(t, err, "the abandoned request's place was given back")
 	require.NotEmpty(t, h.ID)
+	lat, _ := e.svc.Pressure()
+	require.Positive(t, lat, "the hold's latency is reported to the admission controller")
 	require.Zero(t, count(t, e.pool, `SELECT count(*) FROM inventory WHERE seat_id = $1 AND status <> 'AVAILABLE'`, ev.Seats[0][5]), "the abandoned hold took nothing")
 
 	require.NoError(t, tx.Commit(context.Background()))

@@ -52,6 +52,16 @@ type Config struct {
 	WaitTimeout time.Duration
 	// Refresh is the period of queueUpdates refreshes without a change.
 	Refresh time.Duration
+	// Adaptive turns on adaptive admission where the application supplies
+	// Deps.Pressure (QUEUE_ADAPTIVE, default true): AdmitRate and Window are
+	// then ceilings.
+	Adaptive bool
+	// LatencyTarget, RateInterval and RateDecrease tune adaptive admission
+	// (controller.go): the hold latency above which the rate backs off, the
+	// least time between two changes, and the factor of a back-off.
+	LatencyTarget time.Duration
+	RateInterval  time.Duration
+	RateDecrease  float64
 	// JoinWait is how long a queueUpdates stream opened before the user
 	// joined waits for the join.
 	JoinWait time.Duration
@@ -77,6 +87,9 @@ func DefaultConfig() Config {
 		StallTimeout:  3 * time.Second,
 		Refresh:       5 * time.Second,
 		JoinWait:      5 * time.Minute,
+		LatencyTarget: 200 * time.Millisecond,
+		RateInterval:  time.Second,
+		RateDecrease:  0.7,
 	}
 }
 
@@ -111,6 +124,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Refresh <= 0 {
 		c.Refresh = d.Refresh
+	}
+	if c.LatencyTarget <= 0 {
+		c.LatencyTarget = d.LatencyTarget
+	}
+	if c.RateInterval <= 0 {
+		c.RateInterval = d.RateInterval
+	}
+	if c.RateDecrease <= 0 || c.RateDecrease >= 1 {
+		c.RateDecrease = d.RateDecrease
 	}
 	if c.JoinWait <= 0 {
 		c.JoinWait = d.JoinWait
@@ -172,6 +194,14 @@ func ConfigFromEnv(getenv func(string) string, signingKey string) (Config, error
 			return c, fmt.Errorf("config: QUEUE_ADMISSION_TTL: want a duration of at least 1s, got %q", v)
 		}
 		c.AdmissionTTL = d
+	}
+	c.Adaptive = true
+	switch v := strings.TrimSpace(getenv("QUEUE_ADAPTIVE")); v {
+	case "", "true", "1":
+	case "false", "0":
+		c.Adaptive = false
+	default:
+		return c, fmt.Errorf("config: QUEUE_ADAPTIVE: want true or false, got %q", v)
 	}
 	c.KeyPrefix = strings.TrimSpace(getenv("QUEUE_KEY_PREFIX"))
 	if v := strings.TrimSpace(getenv("TRUSTED_PROXIES")); v != "" {

@@ -8,6 +8,8 @@ type metrics struct {
 	admissions *prometheus.CounterVec
 	wait       prometheus.Histogram
 	joins      *prometheus.CounterVec
+	rate       *prometheus.GaugeVec
+	reason     *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -33,9 +35,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketing_queue_joins_total",
 			Help: "joinQueue calls by result (ok, rate_limited, unavailable, error).",
 		}, []string{"result"}),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketing_queue_admit_rate",
+			Help: "The admission rate (per second) the adaptive controller set for the event (QUEUE_ADMIT_RATE is its ceiling).",
+		}, []string{"event_id"}),
+		reason: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketing_queue_admit_rate_reason",
+			Help: "1 for the reason of the last change of the event's admission rate (start, room, latency, shed).",
+		}, []string{"event_id", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.length, m.active, m.admissions, m.wait, m.joins)
+		reg.MustRegister(m.length, m.active, m.admissions, m.wait, m.joins, m.rate, m.reason)
 	}
 	return m
 }

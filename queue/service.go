@@ -65,6 +65,10 @@ type Deps struct {
 	Log *slog.Logger
 	// Metrics registers the ticketing_queue_* collectors (skipped if nil).
 	Metrics prometheus.Registerer
+	// Pressure, if set, turns on adaptive admission (controller.go): the
+	// checkout path's latency and refusals set the rate, and
+	// Config.AdmitRate/Window become ceilings.
+	Pressure func() Pressure
 }
 
 // Service is the waiting room. It is safe for concurrent use; several
@@ -94,6 +98,10 @@ type Service struct {
 	stop       context.CancelFunc
 
 	redisDown bool // controller log de-duplication; only touched by Run
+
+	pressure func() Pressure
+	rateMu   sync.Mutex
+	rates    map[string]rateState
 }
 
 // joinWatch is closed when the user joins; n counts the streams using it.
@@ -141,6 +149,8 @@ func New(d Deps, cfg Config) (*Service, error) {
 		known:     map[string]epochSeen{},
 		watch:     map[string]chan struct{}{},
 		joinWatch: map[string]*joinWatch{},
+		pressure:  d.Pressure,
+		rates:     map[string]rateState{},
 		bg:        bg,
 		stop:      stop,
 	}, nil
@@ -624,8 +634,15 @@ func (s *Service) AdmitEvent(ctx context.Context, eventID string) ([]string, err
 	now := s.now()
 	octx, cancel := s.op(ctx)
 	defer cancel()
+	rate, window := s.adaptiveRate(now, eventID, func(p redisstore.RateParams) (float64, string, error) {
+		return s.store.AdjustRate(octx, eventID, p)
+	})
+	burst := s.cfg.AdmitBurst
+	if rate < s.cfg.AdmitRate {
+		burst = max(1, int(float64(burst)*rate/s.cfg.AdmitRate))
+	}
 	res, err := s.store.Admit(octx, eventID, redisstore.AdmitParams{
-		Now: now, Rate: s.cfg.AdmitRate, Burst: s.cfg.AdmitBurst, Window: s.cfg.Window,
+		Now: now, Rate: rate, Burst: burst, Window: window,
 		TTL: s.cfg.AdmissionTTL, Tau: s.cfg.RateTau, KnownEpoch: k.epoch, KnownHold: k.hold,
 	})
 	if err != nil {
@@ -646,6 +663,7 @@ func (s *Service) AdmitEvent(ctx context.Context, eventID string) ([]string, err
 		s.known[eventID] = k
 		s.knownMu.Unlock()
 	}
+	s.sawDemand(eventID, res.Waiting > 0)
 	if res.Idle {
 		s.m.length.DeleteLabelValues(eventID)
 		s.m.active.DeleteLabelValues(eventID)
@@ -668,5 +686,6 @@ func (s *Service) AdmitEvent(ctx context.Context, eventID string) ([]string, err
 // String describes the configuration for the start-up log (no secrets).
 func (c Config) String() string {
 	return "rate=" + strconv.FormatFloat(c.AdmitRate, 'g', -1, 64) + "/s burst=" + strconv.Itoa(c.AdmitBurst) +
-		" window=" + strconv.Itoa(c.Window) + " ttl=" + c.AdmissionTTL.String()
+		" window=" + strconv.Itoa(c.Window) + " ttl=" + c.AdmissionTTL.String() +
+		" adaptive=" + strconv.FormatBool(c.Adaptive)
 }

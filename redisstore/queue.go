@@ -548,3 +548,66 @@ func (s *QueueStore) Publish(ctx context.Context, eventID string) error {
 func (s *QueueStore) Subscribe(ctx context.Context) *redis.PubSub {
 	return s.rdb.Subscribe(ctx, s.Channel())
 }
+
+// RateDecision is what one controller's measurements say about an event's
+// admission rate.
+type RateDecision int
+
+// The decisions of the adaptive admission controller.
+const (
+	RateHold     RateDecision = 0
+	RateDecrease RateDecision = -1
+	RateIncrease RateDecision = 1
+)
+
+// RateParams are one controller's view for AdjustRate.
+type RateParams struct {
+	Now      time.Time
+	Interval time.Duration // at most one change per interval, whichever instance makes it
+	Ceiling  float64
+	Floor    float64
+	Initial  float64
+	Step     float64 // additive increase
+	Factor   float64 // multiplicative decrease
+	Decision RateDecision
+	Reason   string
+}
+
+// adjustRateScript keeps the event's adaptive admission rate in its meta
+// hash (crate, cts, creason): shared by every instance, changed at most once
+// per interval (so N instances do not multiply the steps). KEYS: meta.
+// ARGV: now, interval ms, ceiling, floor, initial, step, factor, decision,
+// reason.
+var adjustRateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return {ARGV[5], ''} end
+local now = tonumber(ARGV[1])
+local ceil, floor = tonumber(ARGV[3]), tonumber(ARGV[4])
+local r = tonumber(redis.call('HGET', KEYS[1], 'crate') or ARGV[5])
+local reason = redis.call('HGET', KEYS[1], 'creason') or 'start'
+local ts = tonumber(redis.call('HGET', KEYS[1], 'cts') or '0')
+local d = tonumber(ARGV[8])
+if d ~= 0 and now - ts >= tonumber(ARGV[2]) then
+  if d < 0 then r = r * tonumber(ARGV[7]) else r = r + tonumber(ARGV[6]) end
+  reason = ARGV[9]
+  redis.call('HSET', KEYS[1], 'cts', now)
+end
+r = math.max(floor, math.min(ceil, r))
+redis.call('HSET', KEYS[1], 'crate', tostring(r), 'creason', reason)
+return {tostring(r), reason}
+`)
+
+// AdjustRate applies the controller's decision to the event's shared
+// admission rate (at most one change per interval across instances) and
+// returns the rate and the reason of its last change.
+func (s *QueueStore) AdjustRate(ctx context.Context, eventID string, p RateParams) (float64, string, error) {
+	v, err := adjustRateScript.Run(ctx, s.rdb, []string{s.key(eventID, "meta")}, ms(p.Now), p.Interval.Milliseconds(),
+		p.Ceiling, p.Floor, p.Initial, p.Step, p.Factor, int(p.Decision), p.Reason).Slice()
+	if err != nil {
+		return 0, "", fmt.Errorf("queue rate: %w", err)
+	}
+	if len(v) != 2 {
+		return 0, "", errors.New("queue rate: unexpected script reply")
+	}
+	reason, _ := v[1].(string)
+	return parseFloat(v[0]), reason, nil
+}
