@@ -126,7 +126,7 @@ func (s *Service) refundOrder(ctx context.Context, tx *store.Store, o Order, why
 			if err := s.compensate(ctx, tx, p.ID, "order refunded: "+why); err != nil {
 				return err
 			}
-		case Open(p.Status):
+		case s.voidable(p.Status):
 			if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
 				return err
 			}

@@ -37,9 +37,11 @@ type RefundArgs struct {
 // Kind is the river job kind.
 func (RefundArgs) Kind() string { return "orders.refund" }
 
-// InsertOpts: one live refund job per payment, many attempts.
+// InsertOpts: one live refund job per payment, many attempts (about 3
+// days at the 5-minute cap; the reconciler enqueues it again while the
+// payment is REFUND_PENDING, so no cap drops it).
 func (RefundArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueName, MaxAttempts: 50, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 1000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
 }
 
 // VoidArgs asks for the cancellation of an open attempt whose order can no
@@ -51,9 +53,11 @@ type VoidArgs struct {
 // Kind is the river job kind.
 func (VoidArgs) Kind() string { return "orders.void" }
 
-// InsertOpts: one live void job per payment, many attempts.
+// InsertOpts: one live void job per payment, many attempts (the
+// reconciler enqueues it again while the attempt is still to void:
+// store.PaymentsToVoid).
 func (VoidArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueName, MaxAttempts: 50, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 1000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
 }
 
 // ReconcileArgs runs one reconciliation pass.

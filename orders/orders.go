@@ -281,6 +281,13 @@ func (s *Service) RetryPayment(ctx context.Context, user auth.User, orderID, key
 	// Resolve what is open before deciding (the create that timed out,
 	// or a result whose notification has not come yet).
 	s.resumeUnknown(ctx, o.ID)
+	// With Stripe a declined (FAILED) intent stays payable: void it before
+	// opening the next attempt, or the buyer could pay both. If the
+	// provider says it was paid meanwhile, that is recorded (and confirms
+	// the order, which the checks below then see).
+	if err := s.voidPayableFailed(ctx, o.ID); err != nil {
+		return Order{}, fmt.Errorf("retry payment: void the declined attempt first: %w: %w", apperr.ErrServiceUnavailable, err)
+	}
 	var p Payment
 	var replay bool
 	paymentID := newID()
@@ -334,6 +341,26 @@ func (s *Service) RetryPayment(ctx context.Context, user auth.User, orderID, key
 		s.openAtProvider(ctx, p)
 	}
 	return s.st.GetOrder(ctx, orderID)
+}
+
+// voidPayableFailed voids at the provider the order's FAILED attempts that
+// can still be paid (payments.FailedMaySucceed).
+func (s *Service) voidPayableFailed(ctx context.Context, orderID string) error {
+	if !payments.FailedMaySucceed(s.cfg.Provider) {
+		return nil
+	}
+	ps, err := s.st.OrderPayments(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.Status == PaymentFailed && p.ProviderRef != nil {
+			if err := s.voidPayment(ctx, p.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Get returns the caller's order, first expiring it if its hold ran out.

@@ -43,6 +43,12 @@ func (f *stripeAPI) set(id, status string, declined bool) {
 	f.status[id], f.err[id] = status, declined
 }
 
+func (f *stripeAPI) statusOf(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status[id]
+}
+
 func (f *stripeAPI) getCount(id string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -74,6 +80,15 @@ func (f *stripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.status[id] = "requires_payment_method"
 			f.amount[id] = r.Form.Get("amount")
 		}
+		intent(id)
+	case r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/cancel"):
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/cancel")
+		if f.status[id] != "requires_payment_method" {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"type": "invalid_request_error", "code": "payment_intent_unexpected_state"}})
+			return
+		}
+		f.status[id], f.err[id] = "canceled", false
 		intent(id)
 	case r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/v1/payment_intents/"):
 		id := strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/")

@@ -299,14 +299,14 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 				if eff, err = s.mismatch(ctx, tx, provider, o, q, n.Payment, reason+": our reference on another provider payment"); err != nil {
 					return err
 				}
-				return tx.InboxProcessed(ctx, n.ID)
+				return tx.InboxProcessed(ctx, provider, n.ID)
 			} else if !errors.Is(qerr, store.ErrNotFound) {
 				return qerr
 			}
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			s.cfg.Log.Warn("notification for an unknown payment", "notification", n.ID, "payment", n.Payment.ID)
-			return tx.InboxProcessed(ctx, n.ID)
+			return tx.InboxProcessed(ctx, provider, n.ID)
 		}
 		if err != nil {
 			return err
@@ -323,7 +323,7 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 			if eff, err = s.mismatch(ctx, tx, provider, o, p, n.Payment, reason); err != nil {
 				return err
 			}
-			return tx.InboxProcessed(ctx, n.ID)
+			return tx.InboxProcessed(ctx, provider, n.ID)
 		}
 		if p.ProviderRef == nil {
 			if err := tx.SetPaymentProviderRef(ctx, p.ID, n.Payment.ID, n.Payment.CheckoutURL); err != nil {
@@ -345,7 +345,7 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 				return err
 			}
 		}
-		return tx.InboxProcessed(ctx, n.ID)
+		return tx.InboxProcessed(ctx, provider, n.ID)
 	})
 	s.after(ctx, eff, err)
 	return err
@@ -603,7 +603,7 @@ func (s *Service) voidOthers(ctx context.Context, tx *store.Store, orderID, paid
 		return err
 	}
 	for _, p := range ps {
-		if p.ID != paidID && Open(p.Status) {
+		if p.ID != paidID && s.voidable(p.Status) {
 			if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
 				return err
 			}
@@ -666,7 +666,7 @@ func (s *Service) expire(ctx context.Context, orderID string) error {
 			return err
 		}
 		for _, p := range ps {
-			if !Open(p.Status) {
+			if !s.voidable(p.Status) {
 				continue
 			}
 			if err := tx.RecordPaymentEvent(ctx, p.ID, p.Status, "order "+status+" (hold "+h.Status+"): void requested"); err != nil {
@@ -683,10 +683,16 @@ func (s *Service) expire(ctx context.Context, orderID string) error {
 // voidPayment cancels an open attempt of an order that can no longer be
 // confirmed. If the provider says it is no longer pending, its real state is
 // recorded (a success is then refunded).
+//
+// With a provider whose failed payments may still succeed (Stripe), a
+// FAILED attempt is voided too: its intent stays payable otherwise.
 func (s *Service) voidPayment(ctx context.Context, paymentID string) error {
 	p, err := s.st.GetPayment(ctx, paymentID)
-	if err != nil || !Open(p.Status) {
+	if err != nil || !s.voidable(p.Status) {
 		return err
+	}
+	if p.ProviderRef == nil && p.Status == PaymentFailed {
+		return nil // refused at create: nothing exists to void
 	}
 	if p.ProviderRef == nil {
 		if err := s.resolve(ctx, p); err != nil {
@@ -742,22 +748,46 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	var firstErr error
 	for _, id := range ids {
+		// One order that cannot be expired does not stop the pass.
 		if err := s.expire(ctx, id); err != nil {
-			return actions, err
+			s.cfg.Log.Warn("reconcile: expire order", "order", id, "err", err)
+			firstErr = cmp.Or(firstErr, fmt.Errorf("expire order %s: %w", id, err))
+			continue
 		}
 		actions++
 		s.metrics.actions.WithLabelValues("expire_order").Inc()
 	}
+	// Attempts still to void on orders that ended (their void job may have
+	// failed for good): enqueued again, so no attempt cap drops a void.
+	payableFailed := ""
+	if payments.FailedMaySucceed(s.cfg.Provider) {
+		payableFailed = s.cfg.ProviderName
+	}
+	if voids, err := s.st.PaymentsToVoid(ctx, payableFailed, s.cfg.ReconcileAfter, payments.KeyWindow, s.cfg.ReconcileBatch); err != nil {
+		firstErr = cmp.Or(firstErr, err)
+	} else {
+		for _, id := range voids {
+			// Not marked checked: that would delay the recheck of a
+			// FAILED one; a live void job is not inserted twice.
+			err := s.st.InTx(ctx, func(tx *store.Store) error { return s.enqueue(ctx, tx, VoidArgs{PaymentID: id}) })
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			s.metrics.actions.WithLabelValues("retry_void").Inc()
+			actions++
+		}
+	}
 	ps, err := s.st.UnsettledPayments(ctx, s.cfg.ReconcileAfter, payments.KeyWindow, s.cfg.ReconcileBatch)
 	if err != nil {
-		return actions, err
+		return actions, cmp.Or(firstErr, err)
 	}
 	failed, err := s.failedToRecheck(ctx)
 	if err != nil {
-		return actions, err
+		return actions, cmp.Or(firstErr, err)
 	}
-	var firstErr error
 	for _, p := range append(ps, failed...) {
 		var err error
 		action := "query_provider"

@@ -29,7 +29,9 @@ const (
 //
 //	UNKNOWN  -> PENDING | SUCCEEDED | FAILED | CANCELLED | REFUNDED
 //	PENDING  -> SUCCEEDED | FAILED | CANCELLED | REFUNDED
-//	FAILED, CANCELLED -> SUCCEEDED | REFUNDED   (the provider's word wins)
+//	FAILED -> SUCCEEDED | REFUNDED | CANCELLED  (the provider's word wins;
+//	          CANCELLED: a payable failed intent voided, with Stripe)
+//	CANCELLED -> SUCCEEDED | REFUNDED
 //	SUCCEEDED -> REFUND_PENDING | REFUNDED
 //	REFUND_PENDING -> REFUNDED
 //	REFUNDED: final
@@ -48,7 +50,7 @@ const (
 var transitions = map[string][]string{
 	PaymentUnknown:       {PaymentPending, PaymentSucceeded, PaymentFailed, PaymentCancelled, PaymentRefunded},
 	PaymentPending:       {PaymentSucceeded, PaymentFailed, PaymentCancelled, PaymentRefunded},
-	PaymentFailed:        {PaymentSucceeded, PaymentRefunded},
+	PaymentFailed:        {PaymentSucceeded, PaymentRefunded, PaymentCancelled},
 	PaymentCancelled:     {PaymentSucceeded, PaymentRefunded},
 	PaymentSucceeded:     {PaymentRefundPending, PaymentRefunded},
 	PaymentRefundPending: {PaymentRefunded},
@@ -68,6 +70,14 @@ func CanTransition(from, to string) bool {
 // Open reports whether a payment status is an open attempt (at most one
 // per order: the payments_one_open index).
 func Open(status string) bool { return status == PaymentPending || status == PaymentUnknown }
+
+// voidable reports whether an attempt in status must be voided at the
+// provider when its order can no longer use it: an open one, or, with a
+// provider whose failed payments may still succeed (Stripe: the buyer can
+// confirm a declined PaymentIntent again), a FAILED one.
+func (s *Service) voidable(status string) bool {
+	return Open(status) || (status == PaymentFailed && payments.FailedMaySucceed(s.cfg.Provider))
+}
 
 // confirmable reports whether an order may still be confirmed by a payment.
 func confirmable(status string) bool {

@@ -120,7 +120,11 @@ func stripePayment(pi *stripe.PaymentIntent, returnURL string) ProviderPayment {
 // 5xx, 429) ErrUnknownOutcome for writes and ErrUnavailable for reads.
 func stripeErr(err error, write bool) error {
 	var se *stripe.Error
-	if errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != 429 {
+	// 409 idempotency_key_in_use: another request with this key is still
+	// in progress at Stripe (a create that timed out on our side, say). It
+	// is no refusal: that request may succeed, so the outcome is unknown.
+	inUse := errors.As(err, &se) && (se.HTTPStatusCode == http.StatusConflict || se.Code == "idempotency_key_in_use")
+	if !inUse && errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != 429 {
 		e := &APIError{StatusCode: se.HTTPStatusCode, Code: string(se.Code), Message: se.Msg, Param: se.Param}
 		switch {
 		case se.Type == stripe.ErrorTypeIdempotency:

@@ -25,6 +25,7 @@ type fakeStripe struct {
 	status  map[string]string
 	refunds int
 	fail    bool
+	inUse   bool // creates answer 409 idempotency_key_in_use
 }
 
 func (f *fakeStripe) intent(id string, amount int64) map[string]any {
@@ -46,6 +47,8 @@ func (f *fakeStripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f.fail:
 		stripeErr(500, "api_error", "")
+	case f.inUse && r.Method == "POST" && r.URL.Path == "/v1/payment_intents":
+		stripeErr(409, "idempotency_error", "idempotency_key_in_use")
 	case r.Method == "POST" && r.URL.Path == "/v1/payment_intents":
 		key := r.Header.Get("Idempotency-Key")
 		id, ok := f.byKey[key]
@@ -116,6 +119,14 @@ func TestStripeAdapterAgainstFixtures(t *testing.T) {
 	require.ErrorIs(t, err, payments.ErrNotRefundable)
 	_, err = s.GetPayment(ctx, "pi_404")
 	require.ErrorIs(t, err, payments.ErrNotFound)
+
+	// 409 idempotency_key_in_use: the first create with this key may still
+	// succeed: an unknown outcome, never a refusal.
+	f.inUse = true
+	_, err = s.CreatePayment(ctx, req)
+	require.ErrorIs(t, err, payments.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, payments.ErrRejected)
+	f.inUse = false
 
 	f.fail = true
 	_, err = s.CreatePayment(ctx, payments.CreateRequest{Amount: 1, Currency: "EUR", IdempotencyKey: "k9"})

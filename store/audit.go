@@ -146,6 +146,48 @@ SELECT 'provider payment ' || m.provider_payment_id || ' (' || m.provider_status
        ') names attempt ' || p.id || ' (' || p.amount || ' ' || p.currency || ') of order ' || o.id || ': never confirms; not yet voided or refunded'
 FROM payment_mismatches m JOIN payments p ON p.id = m.payment_id JOIN orders o ON o.id = p.order_id
 WHERE o.event_id = $1 AND $2::float8 >= 0 AND m.resolved_at IS NULL`},
+	{"OPEN_ATTEMPT_ON_ENDED_ORDER", `
+SELECT 'payment ' || p.id || ' is still ' || p.status || ' on order ' || o.id || ' (' || o.status || ') since ' || p.updated_at || ': void it'
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND o.status IN ('EXPIRED', 'CANCELLED', 'CONFIRMED', 'REFUNDED')
+  AND p.status IN ('PENDING', 'UNKNOWN') AND p.updated_at < now() - $2::float8 * interval '1 second'`},
+	// Stripe keeps a declined PaymentIntent payable (payments.FailedMaySucceed).
+	{"PAYABLE_FAILED_ATTEMPT", `
+SELECT 'payment ' || p.id || ' (' || p.provider || ' ' || coalesce(p.provider_ref, '?') || ') is FAILED but still payable on order ' ||
+       o.id || ' (' || o.status || '): void it'
+FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND o.status IN ('EXPIRED', 'CANCELLED', 'CONFIRMED', 'REFUNDED')
+  AND p.status = 'FAILED' AND p.provider = 'stripe' AND p.provider_ref IS NOT NULL
+  AND p.updated_at < now() - $2::float8 * interval '1 second'`},
+	{"CONFIRMED_WITHOUT_SALE", `
+SELECT 'order ' || o.id || ' is CONFIRMED with ' ||
+       (SELECT count(*) FROM inventory i WHERE i.event_id = o.event_id AND i.order_id = o.id AND i.status = 'SOLD') || ' seats sold and ' ||
+       (SELECT count(*) FROM tickets t WHERE t.order_id = o.id AND t.status IN ('VALID', 'USED')) || ' tickets'
+FROM orders o
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND o.status = 'CONFIRMED'
+  AND (NOT EXISTS (SELECT 1 FROM inventory i WHERE i.event_id = o.event_id AND i.order_id = o.id AND i.status = 'SOLD')
+       OR NOT EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = o.id AND t.status IN ('VALID', 'USED')))`},
+	{"SOLD_WITHOUT_CONFIRMED_ORDER", `
+SELECT 'inventory ' || i.id || ' is SOLD to order ' || o.id || ' which is ' || o.status
+FROM inventory i JOIN orders o ON o.id = i.order_id
+WHERE i.event_id = $1 AND $2::float8 >= 0 AND i.status = 'SOLD' AND o.status <> 'CONFIRMED'`},
+	{"UNMATCHED_NOTIFICATION", `
+SELECT 'notification ' || w.id || ' (' || w.provider || ' ' || w.type || ') names attempt ' || p.id || ' by reference but provider payment ' ||
+       coalesce(w.payload->'data'->>'id', w.payload->'data'->'object'->>'payment_intent', w.payload->'data'->'object'->>'id', '?') || ', which is neither the attempt''s nor a recorded mismatch'
+FROM webhook_inbox w
+JOIN payments p ON p.id::text = coalesce(w.payload->'data'->>'reference', w.payload->'data'->'object'->'metadata'->>'reference')
+JOIN orders o ON o.id = p.order_id
+WHERE o.event_id = $1 AND $2::float8 >= 0 AND w.provider = p.provider
+  AND coalesce(w.payload->'data'->>'id', w.payload->'data'->'object'->>'payment_intent', w.payload->'data'->'object'->>'id') IS DISTINCT FROM p.provider_ref
+  AND NOT EXISTS (SELECT 1 FROM payment_mismatches m WHERE m.provider = w.provider
+                  AND m.provider_payment_id = coalesce(w.payload->'data'->>'id', w.payload->'data'->'object'->>'payment_intent', w.payload->'data'->'object'->>'id'))`},
+	{"ACTIVE_HOLD_NOT_HELD", `
+SELECT 'hold ' || h.id || ' is ACTIVE until ' || h.expires_at || ' but inventory ' || i.id || ' is ' || i.status ||
+       coalesce(' by hold ' || i.hold_id::text, '')
+FROM holds h JOIN hold_items hi ON hi.hold_id = h.id
+JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+WHERE h.event_id = $1 AND $2::float8 >= 0 AND h.status = 'ACTIVE' AND h.expires_at > now()
+  AND NOT (i.status = 'HELD' AND i.hold_id = h.id)`},
 	{"CAPACITY_MISMATCH", `
 SELECT 'section ' || sec.name || ' (' || sec.id || '): held ' || count(i.id) FILTER (WHERE i.status = 'HELD' AND i.expires_at > now()) ||
        ' + sold ' || count(i.id) FILTER (WHERE i.status = 'SOLD') ||

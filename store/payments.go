@@ -212,6 +212,24 @@ WHERE status = 'FAILED' AND provider = $1 AND provider_ref IS NOT NULL
 ORDER BY greatest(checked_at, updated_at) LIMIT $4`, provider, after.Seconds(), within.Seconds(), limit)
 }
 
+// PaymentsToVoid lists attempts that must be voided at the provider but are
+// still open (PENDING or UNKNOWN with a provider id) on an order that has
+// ended (EXPIRED, CANCELLED, CONFIRMED by another attempt, REFUNDED), and,
+// when payableFailedProvider is set (Stripe), FAILED attempts of that
+// provider on such orders (their intent stays payable), untouched for
+// olderThan. The reconciler enqueues their void again.
+// UNKNOWN attempts without a provider id past keyWindow are left out (not
+// repeated: a person resolves them).
+func (s *Store) PaymentsToVoid(ctx context.Context, payableFailedProvider string, olderThan, keyWindow time.Duration, limit int) ([]string, error) {
+	return s.strings(ctx, "payments to void", `SELECT p.id::text FROM payments p JOIN orders o ON o.id = p.order_id
+WHERE o.status IN ('EXPIRED', 'CANCELLED', 'CONFIRMED', 'REFUNDED')
+  AND (p.status = 'PENDING'
+       OR (p.status = 'UNKNOWN' AND (p.provider_ref IS NOT NULL OR p.created_at >= now() - $4 * interval '1 second'))
+       OR (p.status = 'FAILED' AND p.provider = nullif($1, '') AND p.provider_ref IS NOT NULL))
+  AND greatest(p.checked_at, p.updated_at) < now() - $2 * interval '1 second'
+ORDER BY greatest(p.checked_at, p.updated_at) LIMIT $3`, payableFailedProvider, olderThan.Seconds(), limit, keyWindow.Seconds())
+}
+
 // MarkPaymentChecked records that the reconciler looked at a payment (asked
 // the provider, or re-enqueued its refund); updated_at stays the time of
 // its last change.
@@ -275,17 +293,17 @@ func (s *Store) CountPaymentsAtRisk(ctx context.Context, keyWindow time.Duration
 
 const sqlInboxInsert = `
 INSERT INTO webhook_inbox (id, provider, type, payload) VALUES ($1, $2, $3, $4)
-ON CONFLICT (id) DO NOTHING`
+ON CONFLICT (provider, id) DO NOTHING`
 
 // InboxInsert records a provider notification; fresh is false when its id
-// was already recorded (a duplicate: apply nothing).
+// was already recorded for that provider (a duplicate: apply nothing).
 func (s *Store) InboxInsert(ctx context.Context, id, provider, typ string, payload []byte) (fresh bool, err error) {
 	tag, err := s.db.Exec(ctx, sqlInboxInsert, id, provider, typ, payload)
 	return tag.RowsAffected() == 1, wrap("inbox insert", err)
 }
 
 // InboxProcessed marks a notification applied.
-func (s *Store) InboxProcessed(ctx context.Context, id string) error {
-	_, err := s.db.Exec(ctx, `UPDATE webhook_inbox SET processed_at = now() WHERE id = $1`, id)
+func (s *Store) InboxProcessed(ctx context.Context, provider, id string) error {
+	_, err := s.db.Exec(ctx, `UPDATE webhook_inbox SET processed_at = now() WHERE provider = $1 AND id = $2`, provider, id)
 	return wrap("inbox processed", err)
 }

@@ -107,9 +107,9 @@ export const HOLD_FIELDS = `id status expiresAt
 
 export const ORDER_FIELDS = `id status createdAt updatedAt
   total { ${MONEY} }
-  event { id name startsAt venue { name city } }
+  event { id name startsAt cancelledAt saleConditions { refundDeadline } venue { name city } }
   hold { id status expiresAt items { section { id name } seat { id row number } price { ${MONEY} } } }
   payments { id status checkoutUrl createdAt amount { ${MONEY} } }
-  tickets { id code section { id name } seat { id row number } }`
+  tickets { id code status section { id name } seat { id row number } }`
 
 export const QUEUE_FIELDS = 'eventId status position estimatedWaitSeconds admissionToken admissionExpiresAt'

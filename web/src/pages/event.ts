@@ -10,7 +10,7 @@ import { ws, type WsStatus } from '../ws'
 
 const EVENT_QUERY = `query Event($id: ID!) {
   event(id: $id) {
-    id name description category startsAt endsAt saleStatus
+    id name description category startsAt endsAt saleStatus cancelledAt
     venue { id name address city country
       sections { id name kind capacity bounds { x y width height } seats { id row number x y } } }
     artists { id name genres }
@@ -262,6 +262,7 @@ export const eventPage: Page = (root, [eventId]) => {
       root,
       h('section', { class: 'page event' },
         h('a', { href: '/', class: 'back' }, '← ', t('back')),
+        ev.cancelledAt ? h('div', { class: 'banner', id: 'event-cancelled', role: 'status' }, icon('alert'), t('eventCancelled')) : null,
         h('header', { class: 'event-head' },
           h('div', { class: 'chips' }, h('span', { class: 'chip' }, categoryLabel(ev.category)), saleBadge, sc.queueRequired ? h('span', { class: 'chip warn' }, t('queueEvent')) : null),
           h('h1', { id: 'event-name' }, ev.name),

@@ -10,12 +10,13 @@ import { goToPayment } from './event'
 
 const ORDER_QUERY = `query Order($id: ID!) { order(id: $id) { ${ORDER_FIELDS} } }`
 const ORDER_SUB = `subscription OrderUpdates($orderId: ID!) { orderUpdates(orderId: $orderId) { ${ORDER_FIELDS} } }`
+const REFUND = `mutation Refund($orderId: ID!, $key: String!) { requestRefund(orderId: $orderId, idempotencyKey: $key) { ${ORDER_FIELDS} } }`
 const RETRY = `mutation Retry($orderId: ID!, $key: String!) { retryPayment(orderId: $orderId, idempotencyKey: $key) { ${ORDER_FIELDS} } }`
 const MY_ORDERS = `query MyOrders($after: String) { myOrders(first: 20, after: $after) {
   edges { node { id status createdAt total { ${MONEY} } event { id name startsAt venue { name city } } tickets { id } hold { items { seat { id } } } } }
   pageInfo { hasNextPage endCursor } } }`
 
-const FINAL = new Set(['CONFIRMED', 'EXPIRED', 'CANCELLED'])
+const FINAL = new Set(['EXPIRED', 'CANCELLED', 'REFUNDED'])
 
 function signInFirst(root: HTMLElement, again: () => void) {
   replace(root, h('section', { class: 'page narrow' },
@@ -89,7 +90,9 @@ export const orderPage: Page = (root, [orderId], query) => {
     const st: string = o.status
     const pay = [...o.payments].reverse().find((p: any) => p.checkoutUrl && p.status === 'PENDING')
     const hasOpen = o.payments.some((p: any) => p.status === 'PENDING' || p.status === 'UNKNOWN')
-    const ic = ({ CONFIRMED: 'check', AWAITING_PAYMENT: 'clock', PAYMENT_FAILED: 'alert', EXPIRED: 'clock', CANCELLED: 'x' } as const)[st as 'CONFIRMED'] ?? 'ticket'
+    const ic = ({ CONFIRMED: 'check', AWAITING_PAYMENT: 'clock', PAYMENT_FAILED: 'alert', EXPIRED: 'clock', CANCELLED: 'x', REFUNDED: 'x' } as const)[st as 'CONFIRMED'] ?? 'ticket'
+    const deadline: string | null = o.event.saleConditions?.refundDeadline ?? null
+    const refundable = st === 'CONFIRMED' && deadline !== null && Date.parse(deadline) > Date.now()
     replace(root, h('section', { class: 'page narrow order' },
       h('a', { href: '/orders', class: 'back' }, '← ', t('myOrders')),
       h('div', { class: `status-card st-${st}`, id: 'order-status', 'data-status': st },
@@ -110,6 +113,12 @@ export const orderPage: Page = (root, [orderId], query) => {
       st === 'PAYMENT_FAILED' && !hasOpen
         ? h('button', { class: 'btn primary block', id: 'retry-pay', onclick: retry }, t('retryPay'))
         : null,
+      o.event.cancelledAt ? h('p', { class: 'msg error', id: 'event-cancelled' }, t('eventCancelled')) : null,
+      refundable
+        ? h('div', { class: 'refund' },
+            h('p', { class: 'muted small' }, t('refundUntil', { time: dateShort(deadline!) })),
+            h('button', { class: 'btn block', id: 'request-refund', onclick: refund }, t('requestRefund')))
+        : null,
       h('div', { class: 'card' },
         h('h2', null, h('a', { href: `/events/${o.event.id}` }, o.event.name)),
         h('p', { class: 'muted' }, `${dateLong(o.event.startsAt)} · ${o.event.venue.name}, ${o.event.venue.city}`),
@@ -121,8 +130,9 @@ export const orderPage: Page = (root, [orderId], query) => {
       o.tickets.length
         ? h('div', { class: 'tickets', id: 'tickets' },
             h('h2', null, t('tickets')),
-            ...o.tickets.map((tk: any) => h('article', { class: 'ticket', 'data-ticket': tk.id },
-              qr(tk.code),
+            ...o.tickets.map((tk: any) => h('article', { class: `ticket ticket-${tk.status}`, 'data-ticket': tk.id, 'data-status': tk.status },
+              tk.status === 'VOID' ? h('span', { class: 'badge order-REFUNDED' }, t('ticketVoid')) : qr(tk.code),
+              tk.status === 'USED' ? h('span', { class: 'badge' }, t('ticketUsed')) : null,
               h('div', null,
                 h('p', { class: 'muted small' }, t('ticketFor')),
                 h('h3', null, o.event.name),
@@ -136,6 +146,20 @@ export const orderPage: Page = (root, [orderId], query) => {
         : null,
     ))
     document.title = `${t(`orderStatus_${st}` as Key)} · ${t('appName')}`
+  }
+
+  async function refund() {
+    if (!confirm(t('refundConfirm'))) return
+    const keyName = `tk.refundKey.${orderId}`
+    let key = load<string>(keyName, true)
+    if (!key) { key = uuid(); save(keyName, key, true) }
+    try {
+      const d = await gql<{ requestRefund: any }>(REFUND, { orderId, key })
+      order = d.requestRefund
+      render()
+    } catch (e) {
+      alert(errorText(e))
+    }
   }
 
   async function retry() {
