@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/app"
@@ -581,5 +582,85 @@ func TestFairUseOff(t *testing.T) {
 	for range app.FairUse["searchEvents"].User.Burst + 20 {
 		r := b.graphql(t, tok, `{ searchEvents(first: 1) { edges { node { id } } } }`)
 		require.NotEqual(t, "RATE_LIMITED", codeOf(r))
+	}
+}
+
+// TestHoldLimitPerAddress: the issue's crowd of fake accounts, each holding
+// 8 seats from one address, racing: the address gets HOLD_LIMIT_PER_ADDRESS
+// tickets and not one more.
+func TestHoldLimitPerAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ev := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{Seats: 200})
+	limit := b.app.Cfg.HoldLimitPerAddress
+	require.Equal(t, 40, limit, "the contract's default")
+	hold := `mutation($input: CreateHoldInput!) { createHold(input: $input) { id } }`
+	var mu sync.Mutex
+	var won []string
+	var refused int
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = fmt.Sprint("fake-", i) }))
+			body, _ := json.Marshal(map[string]any{"query": hold, "variables": map[string]any{"input": map[string]any{
+				"eventId": ev.ID, "idempotencyKey": "k", "seatIds": ev.Seats[i*8 : i*8+8]}}})
+			req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", tok)
+			resp, err := http.DefaultClient.Do(req)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer resp.Body.Close()
+			var r gqlResponse
+			assert.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+			mu.Lock()
+			defer mu.Unlock()
+			switch codeOf(r) {
+			case "":
+				won = append(won, tok)
+			case "HOLD_LIMIT_EXCEEDED":
+				refused++
+				assert.EqualValues(t, limit, r.Errors[0].Extensions["limit"])
+			default:
+				t.Errorf("unexpected %+v", r.Errors)
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, won, limit/8)
+	require.Equal(t, 10-limit/8, refused)
+	require.Equal(t, limit, snapshotCounts(t, b.app.Pool)["held"], "exactly the cap is held")
+	// A cancelled hold gives its tickets back to the address.
+	var holdID string
+	require.NoError(t, b.app.Pool.QueryRow(context.Background(), `SELECT id::text FROM holds WHERE status = 'ACTIVE' LIMIT 1`).Scan(&holdID))
+	var owner string
+	require.NoError(t, b.app.Pool.QueryRow(context.Background(), `SELECT owner FROM holds WHERE id = $1`, holdID).Scan(&owner))
+	tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = owner }))
+	r := b.graphql(t, tok, fmt.Sprintf(`mutation { cancelHold(id: %q) { status } }`, holdID))
+	require.Empty(t, r.Errors)
+	other := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = "late" }))
+	body, _ := json.Marshal(map[string]any{"query": hold, "variables": map[string]any{"input": map[string]any{
+		"eventId": ev.ID, "idempotencyKey": "late", "seatIds": ev.Seats[190:198]}}})
+	req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", other)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var rr gqlResponse
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rr))
+	resp.Body.Close()
+	require.Empty(t, rr.Errors)
+}
+
+func TestHoldLimitPerAddressOff(t *testing.T) {
+	t.Parallel()
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"})
+	ev := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{Seats: 100})
+	for i := range 6 {
+		tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = fmt.Sprint("load-", i) }))
+		seats, _ := json.Marshal(ev.Seats[i*8 : i*8+8])
+		r := b.graphql(t, tok, fmt.Sprintf(`mutation { createHold(input: {eventId: %q, idempotencyKey: "k", seatIds: %s}) { id } }`, ev.ID, seats))
+		require.Empty(t, r.Errors)
 	}
 }

@@ -139,7 +139,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
-	a.Holds = holds.New(a.Store, holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log})
+	holdCfg := holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log}
+	if cfg.AbuseLimits && cfg.HoldLimitPerAddress > 0 { // HOLD_LIMIT_PER_ADDRESS
+		holdCfg.AddressCap = redisstore.NewHoldCaps(a.Redis, cfg.SeatMapRedisPrefix)
+		holdCfg.AddressLimit = cfg.HoldLimitPerAddress
+		holdCfg.ClientAddr = queue.ClientAddr
+	}
+	a.Holds = holds.New(a.Store, holdCfg)
 	a.Metrics.MustRegister(a.Holds.Collectors()...)
 	a.AddReadinessCheck("holds_redis_leases", func(context.Context) error {
 		if a.Holds.Degraded() {
