@@ -75,4 +75,3 @@ func (c *HoldCaps) Release(ctx context.Context, eventID, addr, holdID string) er
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
