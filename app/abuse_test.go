@@ -126,12 +126,15 @@ func TestHostileDocuments(t *testing.T) {
 	}{
 		// 20,000 times the same name: over the token limit, refused by the parser.
 		{"TokenLimit", "# random\n" + typenames(20000), "GRAPHQL_PARSE_FAILED"},
-		// Under the token limit, but over the selection cap.
-		{"Selections", typenames(4000), "GRAPHQL_VALIDATION_FAILED"},
+		// Under the token limit, but over the selection cap once the
+		// fragment is counted where it is spread.
+		{"Selections", `{ ...F ...F ...F } fragment F on Query { ` + distinct(400) + `}`, "GRAPHQL_VALIDATION_FAILED"},
 		// Few selections, one name repeated: over the repeated-name cap.
 		{"RepeatedName", typenames(MaxRepeated + 1), "GRAPHQL_VALIDATION_FAILED"},
-		// The 700 conflicting pairs of the issue (490,000 validation errors before).
-		{"ConflictingAliases", pairs(700), "GRAPHQL_VALIDATION_FAILED"},
+		// The 700 conflicting pairs of the issue (490,000 validation errors
+		// before): over the token limit now.
+		{"ConflictingAliases", pairs(700), "GRAPHQL_PARSE_FAILED"},
+		{"ConflictingAliasesUnderTokenLimit", pairs(300), "GRAPHQL_VALIDATION_FAILED"},
 		{"ConflictingAliasesFew", pairs(15), "GRAPHQL_VALIDATION_FAILED"},
 		// Fragments spread inside fragments: counted where they are spread.
 		{"FragmentFanOut", `{ ...F0 }` + fragmentFanOut(12), "GRAPHQL_VALIDATION_FAILED"},
@@ -176,6 +179,15 @@ func TestHostileDocuments(t *testing.T) {
 		require.Len(t, r.Errors, app.MaxErrors)
 		require.Contains(t, r.Errors[app.MaxErrors-1].Message, "more errors not shown")
 	})
+}
+
+// distinct is n fields of distinct response names.
+func distinct(n int) string {
+	var s strings.Builder
+	for i := range n {
+		fmt.Fprintf(&s, "a%d: __typename ", i)
+	}
+	return s.String()
 }
 
 // MaxRepeated mirrors app.MaxRepeatedName for the table above.
