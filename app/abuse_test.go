@@ -118,7 +118,9 @@ func codeOf(r gqlResponse) string {
 
 func TestHostileDocuments(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	// The byte budget per address would refuse most of the attack first
+	// (TestRequestBytesPerAddress): off, to reach the document limits.
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"})
 	typenames := func(n int) string { return "{ " + strings.Repeat("__typename ", n) + "}" }
 	pairs := func(n int) string { return `{ event(id:"x") { ` + strings.Repeat("a:id a:name ", n) + "} }" }
 	cases := []struct {
@@ -206,7 +208,7 @@ func fragmentFanOut(n int) string {
 
 func TestMalformedRequests(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"}) // see TestHostileDocuments
 	deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
 	cases := []struct{ name, body string }{
 		{"ArrayBatch", `[{"query":"{ __typename }"},{"query":"{ __typename }"}]`},
@@ -675,4 +677,32 @@ func TestHoldLimitPerAddressOff(t *testing.T) {
 		r := b.graphql(t, tok, fmt.Sprintf(`mutation { createHold(input: {eventId: %q, idempotencyKey: "k", seatIds: %s}) { id } }`, ev.ID, seats))
 		require.Empty(t, r.Errors)
 	}
+}
+
+func TestRequestBytesPerAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body, _ := json.Marshal(map[string]string{"query": "# x\n{ " + strings.Repeat("__typename ", 20000) + "}"})
+	var limited atomic.Int32
+	b.duringAttack(t, func() {
+		resp, err := http.Post(b.srv.URL+"/graphql", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		var r gqlResponse
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests:
+			require.Equal(t, "RATE_LIMITED", codeOf(r))
+			require.NotEmpty(t, resp.Header.Get("Retry-After"))
+			limited.Add(1)
+		default:
+			require.Equal(t, "GRAPHQL_PARSE_FAILED", codeOf(r))
+		}
+	})
+	require.Greater(t, limited.Load(), int32(16), "most of 32 bodies of 220 KB from one address are refused")
+	// The address is refused only while its budget is spent: it refills
+	// at BytesPerAddressRate.
+	require.Eventually(t, func() bool {
+		return codeOf(b.graphql(t, "", "{ __typename }")) == ""
+	}, 10*time.Second, 50*time.Millisecond)
 }
