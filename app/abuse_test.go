@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/app"
@@ -117,7 +118,9 @@ func codeOf(r gqlResponse) string {
 
 func TestHostileDocuments(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	// The byte budget per address would refuse most of the attack first
+	// (TestRequestBytesPerAddress): off, to reach the document limits.
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"})
 	typenames := func(n int) string { return "{ " + strings.Repeat("__typename ", n) + "}" }
 	pairs := func(n int) string { return `{ event(id:"x") { ` + strings.Repeat("a:id a:name ", n) + "} }" }
 	cases := []struct {
@@ -125,12 +128,15 @@ func TestHostileDocuments(t *testing.T) {
 	}{
 		// 20,000 times the same name: over the token limit, refused by the parser.
 		{"TokenLimit", "# random\n" + typenames(20000), "GRAPHQL_PARSE_FAILED"},
-		// Under the token limit, but over the selection cap.
-		{"Selections", typenames(4000), "GRAPHQL_VALIDATION_FAILED"},
+		// Under the token limit, but over the selection cap once the
+		// fragment is counted where it is spread.
+		{"Selections", `{ ...F ...F ...F } fragment F on Query { ` + distinct(400) + `}`, "GRAPHQL_VALIDATION_FAILED"},
 		// Few selections, one name repeated: over the repeated-name cap.
 		{"RepeatedName", typenames(MaxRepeated + 1), "GRAPHQL_VALIDATION_FAILED"},
-		// The 700 conflicting pairs of the issue (490,000 validation errors before).
-		{"ConflictingAliases", pairs(700), "GRAPHQL_VALIDATION_FAILED"},
+		// The 700 conflicting pairs of the issue (490,000 validation errors
+		// before): over the token limit now.
+		{"ConflictingAliases", pairs(700), "GRAPHQL_PARSE_FAILED"},
+		{"ConflictingAliasesUnderTokenLimit", pairs(300), "GRAPHQL_VALIDATION_FAILED"},
 		{"ConflictingAliasesFew", pairs(15), "GRAPHQL_VALIDATION_FAILED"},
 		// Fragments spread inside fragments: counted where they are spread.
 		{"FragmentFanOut", `{ ...F0 }` + fragmentFanOut(12), "GRAPHQL_VALIDATION_FAILED"},
@@ -177,6 +183,15 @@ func TestHostileDocuments(t *testing.T) {
 	})
 }
 
+// distinct is n fields of distinct response names.
+func distinct(n int) string {
+	var s strings.Builder
+	for i := range n {
+		fmt.Fprintf(&s, "a%d: __typename ", i)
+	}
+	return s.String()
+}
+
 // MaxRepeated mirrors app.MaxRepeatedName for the table above.
 const MaxRepeated = app.MaxRepeatedName
 
@@ -193,7 +208,7 @@ func fragmentFanOut(n int) string {
 
 func TestMalformedRequests(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"}) // see TestHostileDocuments
 	deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
 	cases := []struct{ name, body string }{
 		{"ArrayBatch", `[{"query":"{ __typename }"},{"query":"{ __typename }"}]`},
@@ -582,4 +597,112 @@ func TestFairUseOff(t *testing.T) {
 		r := b.graphql(t, tok, `{ searchEvents(first: 1) { edges { node { id } } } }`)
 		require.NotEqual(t, "RATE_LIMITED", codeOf(r))
 	}
+}
+
+// TestHoldLimitPerAddress: the issue's crowd of fake accounts, each holding
+// 8 seats from one address, racing: the address gets HOLD_LIMIT_PER_ADDRESS
+// tickets and not one more.
+func TestHoldLimitPerAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ev := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{Seats: 200})
+	limit := b.app.Cfg.HoldLimitPerAddress
+	require.Equal(t, 40, limit, "the contract's default")
+	hold := `mutation($input: CreateHoldInput!) { createHold(input: $input) { id } }`
+	var mu sync.Mutex
+	var won []string
+	var refused int
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = fmt.Sprint("fake-", i) }))
+			body, _ := json.Marshal(map[string]any{"query": hold, "variables": map[string]any{"input": map[string]any{
+				"eventId": ev.ID, "idempotencyKey": "k", "seatIds": ev.Seats[i*8 : i*8+8]}}})
+			req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", tok)
+			resp, err := http.DefaultClient.Do(req)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer resp.Body.Close()
+			var r gqlResponse
+			assert.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+			mu.Lock()
+			defer mu.Unlock()
+			switch codeOf(r) {
+			case "":
+				won = append(won, tok)
+			case "HOLD_LIMIT_EXCEEDED":
+				refused++
+				assert.EqualValues(t, limit, r.Errors[0].Extensions["limit"])
+			default:
+				t.Errorf("unexpected %+v", r.Errors)
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, won, limit/8)
+	require.Equal(t, 10-limit/8, refused)
+	require.Equal(t, limit, snapshotCounts(t, b.app.Pool)["held"], "exactly the cap is held")
+	// A cancelled hold gives its tickets back to the address.
+	var holdID string
+	require.NoError(t, b.app.Pool.QueryRow(context.Background(), `SELECT id::text FROM holds WHERE status = 'ACTIVE' LIMIT 1`).Scan(&holdID))
+	var owner string
+	require.NoError(t, b.app.Pool.QueryRow(context.Background(), `SELECT owner FROM holds WHERE id = $1`, holdID).Scan(&owner))
+	tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = owner }))
+	r := b.graphql(t, tok, fmt.Sprintf(`mutation { cancelHold(id: %q) { status } }`, holdID))
+	require.Empty(t, r.Errors)
+	other := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = "late" }))
+	body, _ := json.Marshal(map[string]any{"query": hold, "variables": map[string]any{"input": map[string]any{
+		"eventId": ev.ID, "idempotencyKey": "late", "seatIds": ev.Seats[190:198]}}})
+	req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", other)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var rr gqlResponse
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rr))
+	resp.Body.Close()
+	require.Empty(t, rr.Errors)
+}
+
+func TestHoldLimitPerAddressOff(t *testing.T) {
+	t.Parallel()
+	b := setupEnv(t, map[string]string{"ABUSE_LIMITS": "off"})
+	ev := fixtures.SmallEvent(t, b.app.Pool, fixtures.EventOptions{Seats: 100})
+	for i := range 6 {
+		tok := "Bearer " + sign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(func(c jwt.MapClaims) { c["sub"] = fmt.Sprint("load-", i) }))
+		seats, _ := json.Marshal(ev.Seats[i*8 : i*8+8])
+		r := b.graphql(t, tok, fmt.Sprintf(`mutation { createHold(input: {eventId: %q, idempotencyKey: "k", seatIds: %s}) { id } }`, ev.ID, seats))
+		require.Empty(t, r.Errors)
+	}
+}
+
+func TestRequestBytesPerAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body, _ := json.Marshal(map[string]string{"query": "# x\n{ " + strings.Repeat("__typename ", 20000) + "}"})
+	var limited atomic.Int32
+	b.duringAttack(t, func() {
+		resp, err := http.Post(b.srv.URL+"/graphql", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		var r gqlResponse
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests:
+			require.Equal(t, "RATE_LIMITED", codeOf(r))
+			require.NotEmpty(t, resp.Header.Get("Retry-After"))
+			limited.Add(1)
+		default:
+			require.Equal(t, "GRAPHQL_PARSE_FAILED", codeOf(r))
+		}
+	})
+	require.Greater(t, limited.Load(), int32(16), "most of 32 bodies of 220 KB from one address are refused")
+	// The address is refused only while its budget is spent: it refills
+	// at BytesPerAddressRate.
+	require.Eventually(t, func() bool {
+		return codeOf(b.graphql(t, "", "{ __typename }")) == ""
+	}, 10*time.Second, 50*time.Millisecond)
 }

@@ -149,10 +149,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
-	// The hold lane takes three quarters of the main pool, so catalog
-	// reads, seat map snapshots and the sweeper always find a connection.
-	a.Holds = holds.New(a.Store, holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log,
-		Concurrency: max(4, int(pool.Config().MaxConns)*3/4)})
+	holdCfg := holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log,
+		// The hold lane takes three quarters of the main pool, so catalog
+		// reads, seat map snapshots and the sweeper always find a connection.
+		Concurrency: max(4, int(pool.Config().MaxConns)*3/4)}
+	if cfg.AbuseLimits && cfg.HoldLimitPerAddress > 0 { // HOLD_LIMIT_PER_ADDRESS
+		holdCfg.AddressCap = redisstore.NewHoldCaps(a.Redis, cfg.SeatMapRedisPrefix)
+		holdCfg.AddressLimit = cfg.HoldLimitPerAddress
+		holdCfg.ClientAddr = queue.ClientAddr
+	}
+	a.Holds = holds.New(a.Store, holdCfg)
 	a.Metrics.MustRegister(a.Holds.Collectors()...)
 	a.AddReadinessCheck("holds_redis_leases", func(context.Context) error {
 		if a.Holds.Degraded() {

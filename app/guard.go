@@ -19,7 +19,7 @@ import (
 // mutators.
 const (
 	// MaxQueryTokens is the parser's token limit (GRAPHQL_PARSE_FAILED).
-	MaxQueryTokens = 5000
+	MaxQueryTokens = 2000
 	// MaxSelections caps the fields of a document with every fragment
 	// spread expanded where it is used (GRAPHQL_VALIDATION_FAILED).
 	MaxSelections = 1000

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -117,6 +119,88 @@ func metricMethod(m string) string {
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Request bytes per client address (with ABUSE_LIMITS on): the cost of
+// refusing a hostile document grows with its size (decoding, lexing), so
+// each address has a budget of body and query-string bytes, refilled at
+// BytesPerAddressRate up to BytesPerAddressBurst; a request over it gets
+// 429 RATE_LIMITED before its body is read. A fan's requests are a few
+// hundred bytes; one maximal 1 MiB body always fits. Kept per instance
+// (it protects this instance's CPU). Webhooks are not counted.
+const (
+	BytesPerAddressRate  = 256 << 10 // per second
+	BytesPerAddressBurst = MaxBodyBytes + 64<<10
+)
+
+type byteBudget struct {
+	mu      sync.Mutex
+	buckets map[string]*bytesBucket
+	sweep   time.Time
+}
+
+type bytesBucket struct {
+	level float64 // bytes available
+	at    time.Time
+}
+
+// spend takes n bytes from addr's budget; wait > 0 means refused (and
+// nothing taken): how long until n bytes are available.
+func (b *byteBudget) spend(addr string, n int64, now time.Time) (wait time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now.Sub(b.sweep) > time.Minute { // forget full buckets
+		for k, v := range b.buckets {
+			if now.Sub(v.at) > 10*time.Second {
+				delete(b.buckets, k)
+			}
+		}
+		b.sweep = now
+	}
+	k := b.buckets[addr]
+	if k == nil {
+		k = &bytesBucket{level: BytesPerAddressBurst, at: now}
+		b.buckets[addr] = k
+	}
+	k.level = min(BytesPerAddressBurst, k.level+now.Sub(k.at).Seconds()*BytesPerAddressRate)
+	k.at = now
+	need := float64(min(n, BytesPerAddressBurst))
+	if k.level < need {
+		return time.Duration((need - k.level) / BytesPerAddressRate * float64(time.Second))
+	}
+	k.level -= need
+	return 0
+}
+
+// limitBytes applies the byte budget to /graphql and /api requests.
+func (a *App) limitBytes(next http.Handler) http.Handler {
+	if !a.Cfg.AbuseLimits {
+		return next
+	}
+	b := &byteBudget{buckets: map[string]*bytesBucket{}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/graphql" && !strings.HasPrefix(r.URL.Path, "/api/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n := int64(len(r.URL.RawQuery))
+		switch {
+		case r.ContentLength > MaxBodyBytes: // 413 without reading it
+		case r.ContentLength >= 0:
+			n += r.ContentLength
+		default: // chunked: its length is not known before reading it
+			n += 64 << 10
+		}
+		if wait := b.spend(queue.ClientAddr(r.Context()), n, time.Now()); wait > 0 {
+			secs := int((wait + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			w.Header().Set("Connection", "close") // the unread body is not waited for
+			writeErrorExt(w, r, http.StatusTooManyRequests, "RATE_LIMITED",
+				"too many request bytes from this address", map[string]any{"retryAfterSeconds": secs})
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -66,13 +66,13 @@ type testBundle struct {
 
 // setup builds the real App (own database, HS256 secret and a PEM file with
 // RSA and EC keys) behind httptest.NewServer.
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	return setupEnv(t, nil)
 }
 
 // setupEnv is setup with some variables replaced ("" unsets one).
-func setupEnv(t *testing.T, extra map[string]string) *testBundle {
+func setupEnv(t testing.TB, extra map[string]string) *testBundle {
 	t.Helper()
 	pemFile := filepath.Join(t.TempDir(), "jwt.pem")
 	require.NoError(t, os.WriteFile(pemFile, keys().pubPEM, 0o600))

@@ -51,6 +51,7 @@ func (a *App) wrap(h http.Handler) http.Handler {
 		bodyTimeout = bodyReadTimeout
 	}
 	h = limitBody(h, bodyTimeout)
+	h = a.limitBytes(h)
 	h = a.recoverPanics(h)
 	h = a.observe(h)
 	h = securityHeaders(h)

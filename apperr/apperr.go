@@ -48,10 +48,18 @@ func (e *SeatUnavailableError) Error() string {
 	return "seats unavailable: " + strings.Join(e.SeatIDs, ", ")
 }
 
-// HoldLimitError reports the per-user ticket limit of the event.
-type HoldLimitError struct{ Limit int }
+// HoldLimitError reports the per-user ticket limit of the event, or (with
+// PerAddress) HOLD_LIMIT_PER_ADDRESS, the tickets held at once from one
+// client address for one event.
+type HoldLimitError struct {
+	Limit      int
+	PerAddress bool
+}
 
 func (e *HoldLimitError) Error() string {
+	if e.PerAddress {
+		return fmt.Sprintf("at most %d tickets held at once from one client address for this event", e.Limit)
+	}
 	return fmt.Sprintf("at most %d tickets per user for this event", e.Limit)
 }
 

@@ -81,8 +81,15 @@ type Config struct {
 	Concurrency    int
 	LaneWait       time.Duration
 	LaneRetryAfter time.Duration
-	Log            *slog.Logger
-	Now            func() time.Time
+	// AddressCap, with AddressLimit > 0, caps the tickets held at once from
+	// one client address (ClientAddr of the request's context) for one
+	// event (HOLD_LIMIT_PER_ADDRESS): over it, *apperr.HoldLimitError with
+	// PerAddress. Redis trouble lets the hold through (Postgres decides).
+	AddressCap   AddressCap
+	AddressLimit int
+	ClientAddr   func(context.Context) string
+	Log          *slog.Logger
+	Now          func() time.Time
 }
 
 // Service creates, cancels and reads holds.
@@ -251,6 +258,12 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	hash := req.hash()
 	holdID := uuid.Must(uuid.NewV7()).String()
 	value := leaseValue(holdID, user.ID, s.cfg.Now())
+	capped, err := s.reserveAddress(ctx, req, holdID)
+	if err != nil {
+		return Hold{}, false, err
+	}
+	var committed *Hold // set once the hold is new and committed
+	defer func() { capped.settle(committed) }()
 
 	// The admission token is verified offline; hold_create refuses a
 	// queue-protected event without it.
@@ -302,6 +315,9 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	h, seats, replay, err := s.holdDB(ctx, user.ID, req, hash, holdID, admitted)
 	s.metrics.txDuration.Observe(time.Since(start).Seconds())
 	s.observe(time.Since(entered))
+	if err == nil && !replay {
+		committed = &h
+	}
 	if err != nil || replay {
 		s.releaseLeases(req.EventID, ours, holdID)
 		var su *apperr.SeatUnavailableError
@@ -532,6 +548,7 @@ func (s *Service) Cancel(ctx context.Context, user auth.User, holdID string) (Ho
 		return Hold{}, fmt.Errorf("cancel hold: %w", err)
 	}
 	s.releaseLeases(h.EventID, seatIDs(units), h.ID)
+	s.releaseAddress(ctx, h.EventID, h.ID)
 	return h, nil
 }
 
@@ -565,6 +582,7 @@ func (s *Service) EndEventHolds(ctx context.Context, eventID string) (int, error
 		if ended {
 			n++
 			s.releaseLeases(eventID, seatIDs(units), id)
+			s.releaseAddress(ctx, eventID, id)
 		}
 	}
 	return n, nil
