@@ -68,12 +68,12 @@ const (
 	StatusSold      = "SOLD"
 )
 
-// Sale statuses (Event.saleStatus).
+// Sale statuses (Event.saleStatus), as store.SaleStatus judges them.
 const (
-	SaleNotOnSaleYet = "NOT_ON_SALE_YET"
-	SaleOnSale       = "ON_SALE"
-	SaleSoldOut      = "SOLD_OUT"
-	SaleEnded        = "ENDED"
+	SaleNotOnSaleYet = store.SaleNotOnSaleYet
+	SaleOnSale       = store.SaleOnSale
+	SaleSoldOut      = store.SaleSoldOut
+	SaleEnded        = store.SaleEnded
 )
 
 // Rect is a box on the venue plan.
@@ -577,16 +577,5 @@ func (s *Service) SeatMap(ctx context.Context, eventID string) (SeatMap, error) 
 
 // SaleStatus judges where the sale of e stands now, given its availability.
 func (s *Service) SaleStatus(e Event, a Availability) string {
-	now := s.now()
-	switch {
-	case e.CancelledAt != nil:
-		return SaleEnded
-	case now.Before(e.SaleStartsAt):
-		return SaleNotOnSaleYet
-	case e.SaleEndsAt != nil && !now.Before(*e.SaleEndsAt):
-		return SaleEnded
-	case a.Capacity > 0 && a.Available == 0:
-		return SaleSoldOut
-	}
-	return SaleOnSale
+	return store.SaleStatus(s.now(), e.SaleStartsAt, e.SaleEndsAt, e.CancelledAt, a.Capacity, a.Available)
 }

@@ -259,7 +259,8 @@ type Compacter interface {
 	Compact(ctx context.Context) error
 }
 
-// document converts a Postgres row; the sale status is judged now.
+// document converts a Postgres row; the sale status is judged now, by
+// the same rule as the catalog's (store.SaleStatus).
 func (s *Service) document(r store.SearchDoc) Document {
 	d := Document{
 		ID: r.ID, Name: r.Name, Description: r.Description, Category: r.Category,
@@ -279,17 +280,7 @@ func (s *Service) document(r store.SearchDoc) Document {
 	if r.Currency != nil {
 		d.Currency = *r.Currency
 	}
-	now := s.Now()
-	switch {
-	case now.Before(r.SaleStartsAt):
-		d.SaleStatus = "NOT_ON_SALE_YET"
-	case !now.Before(r.StartsAt) || (r.SaleEndsAt != nil && !now.Before(*r.SaleEndsAt)):
-		d.SaleStatus = "ENDED"
-	case r.Capacity > 0 && r.Available == 0:
-		d.SaleStatus = "SOLD_OUT"
-	default:
-		d.SaleStatus = "ON_SALE"
-	}
+	d.SaleStatus = store.SaleStatus(s.Now(), r.SaleStartsAt, r.SaleEndsAt, r.CancelledAt, r.Capacity, r.Available)
 	return d
 }
 

@@ -16,6 +16,7 @@ type SearchDoc struct {
 	StartsAt     time.Time  `db:"starts_at"`
 	SaleStartsAt time.Time  `db:"sale_starts_at"`
 	SaleEndsAt   *time.Time `db:"sale_ends_at"`
+	CancelledAt  *time.Time `db:"cancelled_at"`
 	Version      int64      `db:"version"`
 	UpdatedAt    time.Time  `db:"updated_at"`
 	VenueName    string     `db:"venue_name"`
@@ -40,7 +41,7 @@ type SearchVersion struct {
 
 const (
 	searchDocSelect = `SELECT e.id, e.name, e.description, e.category, e.starts_at, e.sale_starts_at,
-	e.sale_ends_at, e.version, e.updated_at,
+	e.sale_ends_at, e.cancelled_at, e.version, e.updated_at,
 	v.name AS venue_name, v.city, v.country, v.lat, v.lon,
 	COALESCE((SELECT array_agg(a.name ORDER BY ea.position) FROM event_artists ea
 		JOIN artists a ON a.id = ea.artist_id WHERE ea.event_id = e.id), '{}') AS artists,
