@@ -460,25 +460,10 @@ func (s *Service) Payments(ctx context.Context, orderID string) ([]Payment, erro
 	return s.st.OrderPayments(ctx, orderID)
 }
 
-// Tickets lists an order's tickets.
+// Tickets lists an order's tickets, VOID and USED ones included (each
+// with its status): GraphQL's Order.tickets and REST's order both show this.
 func (s *Service) Tickets(ctx context.Context, orderID string) ([]Ticket, error) {
 	return s.st.OrderTickets(ctx, orderID)
-}
-
-// ValidTickets lists an order's usable tickets: those shown to the buyer
-// (VOID ones are left out).
-func (s *Service) ValidTickets(ctx context.Context, orderID string) ([]Ticket, error) {
-	ts, err := s.Tickets(ctx, orderID)
-	if err != nil {
-		return nil, err
-	}
-	valid := ts[:0]
-	for _, t := range ts {
-		if t.Status == "VALID" {
-			valid = append(valid, t)
-		}
-	}
-	return valid, nil
 }
 
 // Updates streams the caller's order: its current state at once, then each

@@ -161,6 +161,7 @@ type ticketJSON struct {
 	Section sectionJSON `json:"section"`
 	Seat    *seatJSON   `json:"seat"`
 	Code    string      `json:"code"`
+	Status  string      `json:"status"`
 }
 
 type orderJSON struct {
@@ -308,7 +309,7 @@ func (a *API) orderView(ctx context.Context, o orders.Order, h holds.Hold) (orde
 	if err != nil {
 		return orderJSON{}, err
 	}
-	ts, err := a.s.Orders.ValidTickets(ctx, o.ID)
+	ts, err := a.s.Orders.Tickets(ctx, o.ID)
 	if err != nil {
 		return orderJSON{}, err
 	}
@@ -329,7 +330,7 @@ func (a *API) orderView(ctx context.Context, o orders.Order, h holds.Hold) (orde
 		out.Payments[i] = toPayment(p)
 	}
 	for i, t := range ts {
-		out.Tickets[i] = ticketJSON{ID: t.ID, Section: toSection(secs[t.SectionID]), Seat: seatOf(t.SeatID, seats), Code: t.Code}
+		out.Tickets[i] = ticketJSON{ID: t.ID, Section: toSection(secs[t.SectionID]), Seat: seatOf(t.SeatID, seats), Code: t.Code, Status: t.Status}
 	}
 	return out, nil
 }

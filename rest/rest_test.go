@@ -57,13 +57,13 @@ type order struct {
 		CheckoutURL *string `json:"checkoutUrl"`
 	}
 	Tickets []struct {
-		ID, Code string
-		Seat     *struct{ ID string }
+		ID, Code, Status string
+		Seat             *struct{ ID string }
 	}
 }
 
 const orderQuery = `query($id: ID!) { order(id: $id) { id status hold { id status } event { id } total { amount }
-  payments { id status checkoutUrl } tickets { id code seat { id } } } }`
+  payments { id status checkoutUrl } tickets { id code status seat { id } } } }`
 
 // TestREST runs every endpoint against one server (one database, the
 // workers and paysim running): success, the contract's error statuses and
@@ -441,6 +441,7 @@ func testOrders(t *testing.T, e *env) {
 	}, 30*time.Second, 100*time.Millisecond)
 	require.Len(t, o.Tickets, 1)
 	require.Equal(t, ev.Seats[7], o.Tickets[0].Seat.ID)
+	require.Equal(t, "VALID", o.Tickets[0].Status)
 	require.Equal(t, "PURCHASED", o.Hold.Status)
 
 	// Equivalence with GraphQL's order.
