@@ -3,8 +3,11 @@
 -- over seats for every candidate (every free seat of the section, or every
 -- run of free seats): on a 20,000-seat section, 20,000 index range scans of
 -- a whole row each (~4 M seat rows read), 1-2 s of database time per hold.
--- Each row's centre is now computed once, by one grouped scan of the
--- candidate sections' seats, and joined. Same definition of the centre (all
+-- Adjacent: the lowest row_index with a fitting run holds the best run, so
+-- the rows are searched one row_index at a time, front to back (index scans
+-- of one row's seats), stopping at the first row that has a run; each row's
+-- centre is computed once per row. Not adjacent: each row's centre is
+-- computed once, by one grouped scan of the candidate sections' seats. Same definition of the centre (all
 -- the row's seats, free or not), same ORDER BY, same locking, same retries,
 -- same refusals: the seats chosen are unchanged
 -- (holds/bestbig_test.go compares them with the 00014 query).
@@ -31,6 +34,9 @@ DECLARE
     v_all    bigint[] := '{}';
     v_asked  bigint;
     v_ga     bigint[];
+    v_secs   uuid[];
+    v_rows   int[];
+    v_row    int;
     v_n      int;
     v_items  int;
     v_priced int;
@@ -144,40 +150,54 @@ BEGIN
     -- meanwhile is excluded and the pick retried.
     IF coalesce(p_best_qty, 0) > 0 THEN
         IF p_best_adjacent THEN
+            -- The best run of p_best_qty consecutive holdable seats in one
+            -- row: lowest row_index, then nearest the row's centre. The
+            -- lowest row_index with any such run holds the best one, so the
+            -- rows are searched one row_index at a time, front to back, and
+            -- the search stops at the first that has a run (00020: it read
+            -- every seat of the section(s), and computed a row's centre once
+            -- per candidate run, 1-2 s on a 20,000-seat section).
+            -- The candidate sections: the seated sections of the event's
+            -- venue (the search below reads only seats with inventory of
+            -- this event, as before).
+            SELECT coalesce(array_agg(sc.id), '{}') INTO v_secs
+            FROM events e JOIN sections sc ON sc.venue_id = e.venue_id
+            WHERE e.id = p_event AND (p_best_section IS NULL OR sc.id = p_best_section);
+            SELECT coalesce(array_agg(DISTINCT row_index ORDER BY row_index), '{}') INTO v_rows
+            FROM seats WHERE section_id = ANY (v_secs);
             FOR k IN 1 .. p_best_retries LOOP
-                -- The best run of p_best_qty consecutive holdable seats in one
-                -- row: lowest row_index, then nearest the row's centre.
-                -- Each row's centre is computed once, by one grouped scan of
-                -- the candidate sections' seats (00020; it was one lateral
-                -- aggregate per candidate run, 1-2 s on a 20,000-seat section).
-                WITH free AS (
-                    SELECT i.id, s.section_id, s.row_index, s.row_label, s.number,
-                           s.number - row_number() OVER (PARTITION BY s.section_id, s.row_index, s.row_label ORDER BY s.number) AS grp
-                    FROM inventory i JOIN seats s ON s.id = i.seat_id
-                    WHERE i.event_id = p_event AND i.seat_id IS NOT NULL
-                      AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                      AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
-                      AND NOT (i.id = ANY (v_excl))
-                ), centre AS ( -- each row's centre, all its seats (free or not) counted
-                    SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
-                    FROM seats
-                    WHERE section_id IN (SELECT DISTINCT section_id FROM free)
-                    GROUP BY section_id, row_index, row_label
-                ), runs AS (
-                    SELECT section_id, row_index, row_label, number AS first,
-                           lead(number, p_best_qty - 1) OVER (PARTITION BY section_id, row_index, row_label, grp ORDER BY number) AS last
-                    FROM free
-                ), best AS (
-                    SELECT r.* FROM runs r
-                    JOIN centre c USING (section_id, row_index, row_label)
-                    WHERE r.last IS NOT NULL
-                    ORDER BY r.row_index, abs((r.first + r.last) / 2.0 - c.center), r.section_id, r.first
-                    LIMIT 1
-                )
-                SELECT array_agg(f.id ORDER BY f.id) INTO v_run
-                FROM free f JOIN best b
-                  ON f.section_id = b.section_id AND f.row_index = b.row_index AND f.row_label = b.row_label
-                 AND f.number BETWEEN b.first AND b.last;
+                v_run := NULL;
+                FOREACH v_row IN ARRAY v_rows LOOP
+                    WITH free AS (
+                        SELECT i.id, s.section_id, s.row_index, s.row_label, s.number,
+                               s.number - row_number() OVER (PARTITION BY s.section_id, s.row_index, s.row_label ORDER BY s.number) AS grp
+                        FROM seats s JOIN inventory i ON i.event_id = p_event AND i.seat_id = s.id
+                        WHERE s.section_id = ANY (v_secs) AND s.row_index = v_row
+                          AND (p_best_section IS NULL OR i.section_id = p_best_section)
+                          AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
+                          AND NOT (i.id = ANY (v_excl))
+                    ), centre AS ( -- each row's centre, all its seats (free or not) counted
+                        SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
+                        FROM seats
+                        WHERE section_id = ANY (v_secs) AND row_index = v_row
+                        GROUP BY section_id, row_index, row_label
+                    ), runs AS (
+                        SELECT section_id, row_index, row_label, number AS first,
+                               lead(number, p_best_qty - 1) OVER (PARTITION BY section_id, row_index, row_label, grp ORDER BY number) AS last
+                        FROM free
+                    ), best AS (
+                        SELECT r.* FROM runs r
+                        JOIN centre c USING (section_id, row_index, row_label)
+                        WHERE r.last IS NOT NULL
+                        ORDER BY r.row_index, abs((r.first + r.last) / 2.0 - c.center), r.section_id, r.first
+                        LIMIT 1
+                    )
+                    SELECT array_agg(f.id ORDER BY f.id) INTO v_run
+                    FROM free f JOIN best b
+                      ON f.section_id = b.section_id AND f.row_index = b.row_index AND f.row_label = b.row_label
+                     AND f.number BETWEEN b.first AND b.last;
+                    EXIT WHEN v_run IS NOT NULL;
+                END LOOP;
                 EXIT WHEN v_run IS NULL;
                 SELECT coalesce(array_agg(l.id), '{}') INTO v_got
                 FROM (SELECT id FROM inventory
