@@ -85,7 +85,8 @@ func refChoice(t testing.TB, pool *pgxpool.Pool, ev event, section *string, qty 
 }
 
 // On a 20,000-seat section, a sequence of best-available holds (adjacent or
-// not, with or without a section, quantities 1 to 40, one refused) takes
+// not, with or without a section, quantities 1 to 100, some taking
+// seats of several rows, one refused if no run of 100 is left) takes
 // exactly the seats the reference choice names before each of them, and a
 // refused one takes nothing.
 func TestBestAvailableBigSectionMatchesReference(t *testing.T) {
@@ -101,6 +102,7 @@ func TestBestAvailableBigSectionMatchesReference(t *testing.T) {
 		{3, false, true}, {9, false, false}, {2, true, false}, {25, false, true}, {6, true, true},
 		{100, true, true}, // refused if no run of 100 is left
 		{60, true, true}, {5, true, true}, {1, false, true}, {8, true, true},
+		{100, false, true}, {100, false, false}, {100, false, true}, // not adjacent, over several rows
 	}
 	for i, st := range steps {
 		var section *string

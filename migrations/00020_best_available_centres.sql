@@ -6,8 +6,9 @@
 -- Adjacent: the lowest row_index with a fitting run holds the best run, so
 -- the rows are searched one row_index at a time, front to back (index scans
 -- of one row's seats), stopping at the first row that has a run; each row's
--- centre is computed once per row. Not adjacent: each row's centre is
--- computed once, by one grouped scan of the candidate sections' seats. Same definition of the centre (all
+-- centre is computed once per row. Not adjacent: seats are taken row_index
+-- by row_index, front to back, in 00014's order within the row, until
+-- there are enough. Same definition of the centre (all
 -- the row's seats, free or not), same ORDER BY, same locking, same retries,
 -- same refusals: the seats chosen are unchanged
 -- (holds/bestbig_test.go compares them with the 00014 query).
@@ -149,6 +150,14 @@ BEGIN
     -- buyers pick different seats instead of queueing; a run partly taken
     -- meanwhile is excluded and the pick retried.
     IF coalesce(p_best_qty, 0) > 0 THEN
+        -- The candidate sections (those of the event's venue, or the one
+        -- asked for; the searches below read only seats with inventory of
+        -- this event, as before) and their row indexes, front to back.
+        SELECT coalesce(array_agg(sc.id), '{}') INTO v_secs
+        FROM events e JOIN sections sc ON sc.venue_id = e.venue_id
+        WHERE e.id = p_event AND (p_best_section IS NULL OR sc.id = p_best_section);
+        SELECT coalesce(array_agg(DISTINCT row_index ORDER BY row_index), '{}') INTO v_rows
+        FROM seats WHERE section_id = ANY (v_secs);
         IF p_best_adjacent THEN
             -- The best run of p_best_qty consecutive holdable seats in one
             -- row: lowest row_index, then nearest the row's centre. The
@@ -157,14 +166,6 @@ BEGIN
             -- the search stops at the first that has a run (00020: it read
             -- every seat of the section(s), and computed a row's centre once
             -- per candidate run, 1-2 s on a 20,000-seat section).
-            -- The candidate sections: the seated sections of the event's
-            -- venue (the search below reads only seats with inventory of
-            -- this event, as before).
-            SELECT coalesce(array_agg(sc.id), '{}') INTO v_secs
-            FROM events e JOIN sections sc ON sc.venue_id = e.venue_id
-            WHERE e.id = p_event AND (p_best_section IS NULL OR sc.id = p_best_section);
-            SELECT coalesce(array_agg(DISTINCT row_index ORDER BY row_index), '{}') INTO v_rows
-            FROM seats WHERE section_id = ANY (v_secs);
             FOR k IN 1 .. p_best_retries LOOP
                 v_run := NULL;
                 FOREACH v_row IN ARRAY v_rows LOOP
@@ -211,26 +212,27 @@ BEGIN
                 v_excl := v_excl || ARRAY(SELECT x FROM unnest(v_run) x WHERE x <> ALL (v_got));
             END LOOP;
         ELSE
-            -- The best holdable seats anywhere: front rows, then central.
-            -- Each row's centre is computed once, by one grouped scan of
-            -- the candidate sections' seats (00020).
-            WITH centre AS (
-                SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
-                FROM seats
-                WHERE section_id IN (SELECT DISTINCT section_id FROM inventory
-                                     WHERE event_id = p_event AND seat_id IS NOT NULL
-                                       AND (p_best_section IS NULL OR section_id = p_best_section))
-                GROUP BY section_id, row_index, row_label
-            )
-            SELECT array_agg(b.id) INTO v_best FROM (
-                SELECT i.id FROM inventory i JOIN seats s ON s.id = i.seat_id
-                JOIN centre c ON c.section_id = s.section_id AND c.row_index = s.row_index AND c.row_label = s.row_label
-                WHERE i.event_id = p_event AND i.seat_id IS NOT NULL
-                  AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                  AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
-                ORDER BY s.row_index, abs(s.number - c.center), i.id
-                LIMIT p_best_qty
-                FOR UPDATE OF i SKIP LOCKED) b;
+            -- The best holdable seats anywhere: front rows, then central,
+            -- taken row_index by row_index, front to back, until there are
+            -- p_best_qty (the order of 00014's single query: row_index, then
+            -- distance to the row's centre, then id).
+            v_best := '{}';
+            FOREACH v_row IN ARRAY v_rows LOOP
+                SELECT coalesce(array_agg(b.id), '{}') INTO v_got FROM (
+                    SELECT i.id FROM seats s JOIN inventory i ON i.event_id = p_event AND i.seat_id = s.id
+                    JOIN (SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
+                          FROM seats WHERE section_id = ANY (v_secs) AND row_index = v_row
+                          GROUP BY section_id, row_index, row_label) c
+                      ON c.section_id = s.section_id AND c.row_index = s.row_index AND c.row_label = s.row_label
+                    WHERE s.section_id = ANY (v_secs) AND s.row_index = v_row
+                      AND (p_best_section IS NULL OR i.section_id = p_best_section)
+                      AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
+                    ORDER BY abs(s.number - c.center), i.id
+                    LIMIT p_best_qty - cardinality(v_best)
+                    FOR UPDATE OF i SKIP LOCKED) b;
+                v_best := v_best || v_got;
+                EXIT WHEN cardinality(v_best) >= p_best_qty;
+            END LOOP;
             IF coalesce(cardinality(v_best), 0) < p_best_qty THEN
                 v_best := NULL;
             END IF;
