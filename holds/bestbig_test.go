@@ -136,7 +136,7 @@ func TestBestAvailableBigSectionMatchesReference(t *testing.T) {
 }
 
 // BenchmarkBestAvailable20k: one best-available hold of 4 seats in a
-// 20,000-seat section, alone (go test -run '^$' -bench BestAvailable20k
+// 20,000-seat section, alone, and one refused request for 100 adjacent (go test -run '^$' -bench BestAvailable20k
 // -benchtime 20x ./holds/).
 func BenchmarkBestAvailable20k(b *testing.B) {
 	for _, adjacent := range []bool{true, false} {
@@ -153,4 +153,24 @@ func BenchmarkBestAvailable20k(b *testing.B) {
 			}
 		})
 	}
+	// The worst case of a front-to-back search: every row is read and the
+	// hold refused (no row has 100 free seats in a run).
+	b.Run("refused", func(b *testing.B) {
+		e, ev := bigSection(b)
+		ctx := context.Background()
+		_, err := e.pool.Exec(ctx, `
+UPDATE inventory i SET status = 'HELD', hold_id = gen_random_uuid(), owner = 'someone-else', expires_at = now() + interval '1 hour'
+FROM seats s WHERE i.event_id = $1 AND s.id = i.seat_id AND s.number IN (67, 134)`, ev.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			_, err := e.svc.Create(ctx, user(i), holds.CreateRequest{EventID: ev.ID, IdempotencyKey: key(),
+				BestAvailable: &holds.BestAvailable{Quantity: 100, SectionID: ev.Seated, Adjacent: true}})
+			if !isUnavailable(err) {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -172,7 +172,11 @@ BEGIN
                     WITH free AS (
                         SELECT i.id, s.section_id, s.row_index, s.row_label, s.number,
                                s.number - row_number() OVER (PARTITION BY s.section_id, s.row_index, s.row_label ORDER BY s.number) AS grp
-                        FROM seats s JOIN inventory i ON i.event_id = p_event AND i.seat_id = s.id
+                        FROM seats s
+                        -- one index lookup per seat of the row (OFFSET 0 keeps
+                        -- the planner from hashing the event's whole inventory)
+                        CROSS JOIN LATERAL (SELECT id, section_id, status, expires_at FROM inventory
+                                            WHERE event_id = p_event AND seat_id = s.id OFFSET 0) i
                         WHERE s.section_id = ANY (v_secs) AND s.row_index = v_row
                           AND (p_best_section IS NULL OR i.section_id = p_best_section)
                           AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
@@ -219,7 +223,9 @@ BEGIN
             v_best := '{}';
             FOREACH v_row IN ARRAY v_rows LOOP
                 SELECT coalesce(array_agg(b.id), '{}') INTO v_got FROM (
-                    SELECT i.id FROM seats s JOIN inventory i ON i.event_id = p_event AND i.seat_id = s.id
+                    SELECT i.id FROM seats s
+                    CROSS JOIN LATERAL (SELECT id, section_id, status, expires_at FROM inventory
+                                        WHERE event_id = p_event AND seat_id = s.id OFFSET 0) i
                     JOIN (SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
                           FROM seats WHERE section_id = ANY (v_secs) AND row_index = v_row
                           GROUP BY section_id, row_index, row_label) c
