@@ -3,6 +3,8 @@ package holds_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,4 +175,71 @@ FROM seats s WHERE i.event_id = $1 AND s.id = i.seat_id AND s.number IN (67, 134
 			}
 		}
 	})
+}
+
+// 40 buyers race for 6 adjacent seats each (and 20 for 6 anywhere) in a
+// 20,000-seat section: the non-adjacent ones all get a hold, an adjacent
+// one may be refused (every run it tried was taken meanwhile) and then
+// holds nothing, no seat is in two holds, and each adjacent hold is 6
+// consecutive seats of one row (the row search, the SKIP LOCKED retries and the exclusion of a
+// run taken meanwhile, under contention).
+func TestBestAvailableBigSectionRace(t *testing.T) {
+	t.Parallel()
+	e, ev := bigSection(t)
+	ctx := ctxT(t, 5*time.Minute)
+	type result struct {
+		h        holds.Hold
+		adjacent bool
+		err      error
+	}
+	results := make(chan result, 60)
+	var wg sync.WaitGroup
+	for i := 0; i < 60; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			adjacent := i < 40
+			h, err := e.svc.Create(ctx, user(i), holds.CreateRequest{EventID: ev.ID, IdempotencyKey: key(),
+				BestAvailable: &holds.BestAvailable{Quantity: 6, SectionID: ev.Seated, Adjacent: adjacent}})
+			results <- result{h, adjacent, err}
+		}(i)
+	}
+	wg.Wait()
+	close(results)
+	pos := map[string][2]int{} // seat id -> row, number
+	for r, row := range ev.Seats {
+		for n, id := range row {
+			pos[id] = [2]int{r, n + 1}
+		}
+	}
+	seen := map[string]bool{}
+	won := 0
+	for r := range results {
+		if r.adjacent && isUnavailable(r.err) {
+			// Its runs were taken by others on every retry (BestAvailableRetries).
+			continue
+		}
+		require.NoError(t, r.err)
+		won++
+		items, err := e.svc.Items(ctx, r.h.ID)
+		require.NoError(t, err)
+		require.Len(t, items, 6)
+		var nums []int
+		for _, it := range items {
+			require.False(t, seen[*it.SeatID], "seat %s held twice", *it.SeatID)
+			seen[*it.SeatID] = true
+			nums = append(nums, pos[*it.SeatID][1])
+			if r.adjacent {
+				require.Equal(t, pos[*items[0].SeatID][0], pos[*it.SeatID][0], "one row")
+			}
+		}
+		if r.adjacent {
+			slices.Sort(nums)
+			require.Equal(t, nums[0]+5, nums[5], "consecutive: %v", nums)
+		}
+	}
+	t.Logf("%d of 60 holds made", won)
+	require.Greater(t, won, 20, "the 20 non-adjacent buyers and some adjacent ones get holds")
+	require.Equal(t, len(seen), count(t, e.pool,
+		`SELECT count(*) FROM inventory WHERE event_id = $1 AND owner <> 'someone-else' AND status = 'HELD'`, ev.ID))
 }
