@@ -25,7 +25,10 @@ export async function devToken(name) {
 
 /** A small deterministic catalog: one venue (GA floor + two seated sections), one artist, two events. */
 export async function seedCatalog() {
-  const suffix = Date.now().toString(36)
+  // Time plus six random characters: test files seed at the same moment,
+  // and suffixes a letter or two apart would match each other's events in a
+  // typo-tolerant search.
+  const suffix = Date.now().toString(36) + Math.random().toString(36).slice(2, 8).padEnd(6, 'x')
   const { createVenue: venue } = await gql(`mutation($in: CreateVenueInput!) { createVenue(input: $in) { id sections { id name kind } } }`, {
     in: {
       name: `Sala Prueba ${suffix}`,

@@ -40,6 +40,8 @@ export async function assertFitsPhones(page, what) {
 
 /** Runs axe-core on the page: no serious or critical violation (WCAG 2.x A and AA, and best practices). */
 export async function assertAccessible(page, what) {
+  // A list being refreshed is dimmed (aria-busy): judge the settled page.
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'), null, { timeout: 10000 })
   if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE)
   const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
   const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
