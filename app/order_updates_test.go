@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/internal/apptest"
 	"github.com/ticketing/ticketing/internal/fixtures"
@@ -150,6 +151,29 @@ func (oc *orderUpdatesConn) nextOrder(t *testing.T, id string, d time.Duration) 
 	}
 }
 
+// paysimApp is the real App on a real listener whose address is its
+// PUBLIC_BASE_URL (paysim, at paysimURL, delivers its webhooks there), on
+// database dbURL, with a small event.
+func paysimApp(t *testing.T, paysimURL, dbURL string) (*app.App, *httptest.Server, fixtures.Event) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	a := apptest.New(t, map[string]string{
+		"DATABASE_URL":            dbURL,
+		"JWT_HS256_SECRET":        orderUpdatesJWTSecret,
+		"PAYMENTS_BASE_URL":       paysimURL,
+		"PAYMENTS_WEBHOOK_SECRET": orderUpdatesWebhookSecret,
+		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
+		"TICKET_SIGNING_KEY":      orderUpdatesTicketKey,
+	})
+	srv := httptest.NewUnstartedServer(a.Handler())
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return a, srv, fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
+}
+
 // TestOrderUpdatesSubscriptionDeliversConfirmation: over a real WebSocket
 // to the real App (Postgres, Redis, paysim as its own process), the buyer's
 // orderUpdates subscription first shows the order AWAITING_PAYMENT, then,
@@ -162,26 +186,7 @@ func TestOrderUpdatesSubscriptionDeliversConfirmation(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(stop)
 
-	// PUBLIC_BASE_URL must be the server's real address: paysim delivers
-	// its webhooks there.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	a := apptest.New(t, map[string]string{
-		"DATABASE_URL":            testdb.NewDatabase(t),
-		"REDIS_URL":               testdb.RedisURL(),
-		"JWT_HS256_SECRET":        orderUpdatesJWTSecret,
-		"PAYMENTS_BASE_URL":       ps.URL,
-		"PAYMENTS_WEBHOOK_SECRET": orderUpdatesWebhookSecret,
-		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
-		"TICKET_SIGNING_KEY":      orderUpdatesTicketKey,
-		"SEARCH_DIR":              t.TempDir(),
-	})
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	ev := fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
+	_, srv, ev := paysimApp(t, ps.URL, testdb.NewDatabase(t))
 
 	mint := func(who string) string {
 		tok, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)

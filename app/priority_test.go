@@ -2,9 +2,7 @@ package app_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/internal/apptest"
-	"github.com/ticketing/ticketing/internal/fixtures"
 	"github.com/ticketing/ticketing/internal/paysimtest"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
@@ -31,25 +28,8 @@ func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
 	require.NoError(t, err)
 	t.Cleanup(stop)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	dbURL := testdb.NewDatabase(t)
-	a := apptest.New(t, map[string]string{
-		"DATABASE_URL":            dbURL,
-		"REDIS_URL":               testdb.RedisURL(),
-		"JWT_HS256_SECRET":        orderUpdatesJWTSecret,
-		"PAYMENTS_BASE_URL":       ps.URL,
-		"PAYMENTS_WEBHOOK_SECRET": orderUpdatesWebhookSecret,
-		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
-		"TICKET_SIGNING_KEY":      orderUpdatesTicketKey,
-		"SEARCH_DIR":              t.TempDir(),
-	})
-	srv := httptest.NewUnstartedServer(a.Handler())
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	ev := fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
+	a, srv, ev := paysimApp(t, ps.URL, dbURL)
 	buyer, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", "buyer-"+uuid.NewString()[:8], nil, time.Hour)
 	require.NoError(t, err)
 
