@@ -395,26 +395,26 @@ func (s *Service) refusal(ctx context.Context, req CreateRequest, e *store.HoldR
 		return e.IDs[0]
 	}
 	switch e.Reason {
-	case "event_not_found":
+	case store.RefusalEventNotFound:
 		return fmt.Errorf("event: %w", apperr.ErrNotFound)
-	case "sale_not_open":
+	case store.RefusalSaleNotOpen:
 		return apperr.ErrSaleNotOpen
-	case "queue_admission_required":
+	case store.RefusalQueueAdmissionRequired:
 		return apperr.ErrQueueAdmissionRequired
-	case "hold_limit":
+	case store.RefusalHoldLimit:
 		return &apperr.HoldLimitError{Limit: e.Limit}
-	case "unknown_seats":
+	case store.RefusalUnknownSeats:
 		return apperr.Invalid("input.seatIds", "not seats of this event: %v", e.IDs)
-	case "seats_unavailable":
+	case store.RefusalSeatsUnavailable:
 		return &apperr.SeatUnavailableError{SeatIDs: e.IDs}
-	case "best_unavailable":
+	case store.RefusalBestUnavailable:
 		if first() == "" {
 			return &apperr.SeatUnavailableError{SeatIDs: []string{}}
 		}
 		return s.sectionUnavailable(ctx, req.EventID, first(), "SEATED", "input.bestAvailable.sectionId")
-	case "ga_unavailable":
+	case store.RefusalGAUnavailable:
 		return s.sectionUnavailable(ctx, req.EventID, first(), "GENERAL_ADMISSION", "input.generalAdmission.sectionId")
-	case "unpriced":
+	case store.RefusalUnpriced:
 		return fmt.Errorf("event %s: a held section has no price or prices mix currencies", req.EventID)
 	}
 	return e

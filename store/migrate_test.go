@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"regexp"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -96,4 +97,28 @@ func TestMigrateDevDatabaseAndLaterFiles(t *testing.T) {
 	require.True(t, probe, "a numbered migration after the baseline was not applied")
 	// Run again: nothing left to do.
 	require.NoError(t, store.MigrateWith(ctx, pool, nil, numbered))
+}
+
+// TestRefusalsAreTheSQLs: the reasons hold_create and its trigger raise
+// (ERRCODE 'TKH00', the reason as MESSAGE) are exactly store.Refusals.
+func TestRefusalsAreTheSQLs(t *testing.T) {
+	t.Parallel()
+	raise := regexp.MustCompile(`ERRCODE = 'TKH00', MESSAGE = '(\w+)'`)
+	names, err := store.FunctionFiles()
+	require.NoError(t, err)
+	inSQL := map[store.Refusal]bool{}
+	for _, n := range names {
+		b, err := fs.ReadFile(migrations.Functions, n)
+		require.NoError(t, err)
+		require.Equal(t, strings.Count(string(b), "'TKH00'"), len(raise.FindAllString(string(b), -1)),
+			"%s: a TKH00 RAISE not written as ERRCODE = 'TKH00', MESSAGE = '...'", n)
+		for _, m := range raise.FindAllStringSubmatch(string(b), -1) {
+			inSQL[store.Refusal(m[1])] = true
+		}
+	}
+	inGo := map[store.Refusal]bool{}
+	for _, r := range store.Refusals {
+		inGo[r] = true
+	}
+	require.Equal(t, inGo, inSQL)
 }

@@ -26,7 +26,7 @@ type SeatMapGA struct {
 const (
 	sqlSeatMapSeats = `
 SELECT seat_id::text AS seat_id, section_id::text AS section_id,
-       CASE WHEN status = 'HELD' AND expires_at <= now() THEN 'AVAILABLE' ELSE status END AS status,
+       inventory_status(status, expires_at) AS status,
        version
 FROM inventory
 WHERE event_id = $1 AND seat_id IS NOT NULL
@@ -41,7 +41,7 @@ ORDER BY id`
 	// consumer dropped it as not newer.)
 	sqlSeatMapGA = `
 SELECT section_id::text AS section_id,
-       (count(*) FILTER (WHERE status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now())))::int AS available,
+       (count(*) FILTER (WHERE inventory_holdable(status, expires_at)))::int AS available,
        sum(version)::bigint AS version
 FROM inventory
 WHERE event_id = $1 AND unit_no IS NOT NULL AND ($2::uuid[] IS NULL OR section_id = ANY($2::uuid[]))
