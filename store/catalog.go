@@ -196,12 +196,11 @@ FROM inventory WHERE event_id = ANY($1::uuid[]) GROUP BY event_id`
 	inventory_status(status, expires_at) AS status,
 	version
 FROM inventory WHERE event_id = $1 AND seat_id IS NOT NULL ORDER BY id`
-	sqlInventoryGAStates = `SELECT i.section_id,
-	count(*) FILTER (WHERE inventory_holdable(i.status, i.expires_at))::int AS available,
-	max(i.version) AS version
-FROM inventory i JOIN sections s ON s.id = i.section_id
-WHERE i.event_id = $1 AND i.unit_no IS NOT NULL
-GROUP BY i.section_id, s.position ORDER BY s.position`
+	// The live seat map's count (ga_availability), in section order.
+	sqlInventoryGAStates = `SELECT g.section_id, g.available, g.version
+FROM ga_availability g JOIN sections s ON s.id = g.section_id
+WHERE g.event_id = $1
+ORDER BY s.position`
 
 	sqlCatalogOutboxInsert = `INSERT INTO outbox (event_id, topic, payload)
 SELECT t.event_id, 'catalog', jsonb_build_object('eventId', t.event_id, 'version', t.version)

@@ -16,12 +16,16 @@ import (
 	"github.com/ticketing/ticketing/store"
 )
 
-// fnDef finds each function of a functions/*.sql file and its body.
-var fnDef = regexp.MustCompile(`(?s)CREATE OR REPLACE FUNCTION (\w+)\(.*?\$\$(.*?)\$\$`)
+// fnDef finds each function of a functions/*.sql file and its body; viewDef
+// each view.
+var (
+	fnDef   = regexp.MustCompile(`(?s)CREATE OR REPLACE FUNCTION (\w+)\(.*?\$\$(.*?)\$\$`)
+	viewDef = regexp.MustCompile(`CREATE OR REPLACE VIEW (\w+)`)
+)
 
 // requireFunctionsAreFiles checks that every function in the database is
-// one of migrations/functions/*.sql with the file's body, and that every
-// file's function is there.
+// one of migrations/functions/*.sql with the file's body, that every file's
+// function is there, and that every file's view exists.
 func requireFunctionsAreFiles(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
@@ -33,7 +37,13 @@ func requireFunctionsAreFiles(t *testing.T, pool *pgxpool.Pool) {
 		b, err := fs.ReadFile(migrations.Functions, n)
 		require.NoError(t, err)
 		defs := fnDef.FindAllStringSubmatch(string(b), -1)
-		require.NotEmpty(t, defs, "%s defines no function", n)
+		views := viewDef.FindAllStringSubmatch(string(b), -1)
+		require.NotEmpty(t, append(defs, views...), "%s defines no function or view", n)
+		for _, v := range views {
+			var exists bool
+			require.NoError(t, pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, v[1]).Scan(&exists))
+			require.True(t, exists, "%s: view %s missing", n, v[1])
+		}
 		for _, d := range defs {
 			require.NotContains(t, want, d[1], "%s: function defined twice", n)
 			want[d[1]] = d[2]
