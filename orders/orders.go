@@ -100,6 +100,11 @@ type Config struct {
 	// FAILED payments this long after the failure (24h), first after
 	// ReconcileAfter, then at doubling intervals.
 	RecheckFailedFor time.Duration
+	// RecheckSucceededFor: the reconciler asks about SUCCEEDED payments
+	// this long after the success (7 days), at the same doubling
+	// intervals, so a refund or dispute the provider made whose
+	// notification was lost still refunds the order.
+	RecheckSucceededFor time.Duration
 	// Simulate is sent as the sandbox's per-payment fault injection with
 	// every create (tests and demos only).
 	Simulate map[string]any
@@ -141,6 +146,9 @@ func New(st *store.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.ReconcileBatch <= 0 {
 		cfg.ReconcileBatch = 200
+	}
+	if cfg.RecheckSucceededFor <= 0 {
+		cfg.RecheckSucceededFor = 7 * 24 * time.Hour
 	}
 	if cfg.RecheckFailedFor <= 0 {
 		cfg.RecheckFailedFor = 24 * time.Hour
