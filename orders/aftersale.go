@@ -27,9 +27,11 @@ const (
 	TicketVoid  = "VOID"
 )
 
-// HoldEnder ends the active holds of an event (holds.Service).
+// HoldEnder ends the active holds of an event, and stops counting a bought
+// hold against its client address's cap (holds.Service).
 type HoldEnder interface {
 	EndEventHolds(ctx context.Context, eventID string) (int, error)
+	ReleaseAddressCap(ctx context.Context, eventID, holdID string)
 }
 
 // RequestRefund refunds the caller's own CONFIRMED order before its event's

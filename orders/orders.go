@@ -76,7 +76,8 @@ type Config struct {
 	// TicketKeys sign ticket codes (TICKET_SIGNING_KEY) and verify them at
 	// checkIn.
 	TicketKeys *tickets.Keys
-	// Holds, if set, ends an event's active holds when it is cancelled.
+	// Holds, if set, ends an event's active holds when it is cancelled and
+	// frees a bought hold's place under HOLD_LIMIT_PER_ADDRESS.
 	Holds HoldEnder
 	// Queue, if set, releases the buyer's admission on confirmation and
 	// ends a cancelled event's queue.

@@ -385,6 +385,9 @@ func (s *Service) after(ctx context.Context, eff effects, err error) {
 		if o.ConfirmedAt != nil {
 			s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
 		}
+		if s.cfg.Holds != nil {
+			s.cfg.Holds.ReleaseAddressCap(ctx, o.EventID, o.HoldID)
+		}
 		if s.cfg.Queue != nil {
 			h, err := s.st.GetHold(context.WithoutCancel(ctx), o.HoldID)
 			if err == nil {

@@ -222,6 +222,35 @@ func (s *Store) SectionKind(ctx context.Context, eventID, sectionID string) (str
 	return kind, wrap("section kind", err)
 }
 
+// sqlBestBounds: the seats of the event's venue that a best-available
+// pick of $2's section (or of any section) could take: the most in one row
+// (a run of adjacent seats is never longer) and in all;
+// EventFound false when there is no such event.
+const sqlBestBounds = `
+SELECT (SELECT count(*) FROM events WHERE id = $1) > 0, coalesce(max(n), 0)::int, coalesce(sum(n), 0)::int
+FROM (SELECT count(*) AS n
+      FROM events e JOIN sections sc ON sc.venue_id = e.venue_id JOIN seats s ON s.section_id = sc.id
+      WHERE e.id = $1 AND ($2::uuid IS NULL OR sc.id = $2::uuid)
+      GROUP BY s.section_id, s.row_index, s.row_label) r`
+
+// BestBounds are the upper bounds of a best-available pick (sqlBestBounds).
+type BestBounds struct {
+	EventFound        bool
+	LongestRow, Seats int
+}
+
+// BestAvailableBounds reads BestBounds of an event (sectionID "" for every
+// section of its venue).
+func (s *Store) BestAvailableBounds(ctx context.Context, eventID, sectionID string) (BestBounds, error) {
+	var b BestBounds
+	var sec *string
+	if sectionID != "" {
+		sec = &sectionID
+	}
+	err := s.db.QueryRow(ctx, sqlBestBounds, eventID, sec).Scan(&b.EventFound, &b.LongestRow, &b.Seats)
+	return b, wrap("best available bounds", err)
+}
+
 func (s *Store) units(ctx context.Context, op, sql string, args ...any) ([]InventoryUnit, error) {
 	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
