@@ -1,8 +1,8 @@
 // Package holds decides who gets a seat: one short Postgres transaction per
 // hold (a conditional transition of inventory rows, judged by the database
 // clock), with optional Redis leases in front that only filter contention.
-// The transaction is one statement, hold_create (migrations/00010_hold_fn.sql,
-// rewritten with fewer writes per hold in 00013): one round trip.
+// The transaction is one statement, hold_create
+// (migrations/functions/hold_create.sql): one round trip.
 //
 // Idempotency: the hold row carries (owner, key) (unique) and the hash of the
 // arguments, written in the same transaction as the hold. A retry with the

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -16,16 +18,61 @@ import (
 	"github.com/ticketing/ticketing/migrations"
 )
 
-// Migrate applies the embedded migrations. A Postgres session advisory lock
+// Migrate applies the embedded numbered migrations, then the SQL functions
+// (migrations/functions, see applyFunctions), then river's. A Postgres session advisory lock
 // makes it safe when several instances start at once: one migrates, the
 // others wait and then find nothing left to do.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	return migrate(ctx, pool, log, migrations.FS)
+}
+
+// migrate is Migrate with the numbered migrations read from numbered (a
+// test adds a later one).
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, numbered fs.FS) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	if err := migrateDB(ctx, db, log); err != nil {
+	if err := migrateDB(ctx, db, log, numbered); err != nil {
+		return err
+	}
+	if err := applyFunctions(ctx, pool); err != nil {
 		return err
 	}
 	return migrateRiver(ctx, pool, log)
+}
+
+// FunctionFiles lists migrations/functions/*.sql in the order they are
+// applied (by name).
+func FunctionFiles() ([]string, error) {
+	return fs.Glob(migrations.Functions, "functions/*.sql")
+}
+
+// applyFunctions runs every functions/*.sql file (CREATE OR REPLACE) in one
+// transaction, after the numbered migrations: a function's body is its file.
+// The transaction-scoped advisory lock serialises instances starting at
+// once (two concurrent CREATE OR REPLACE of one function can fail with
+// "tuple concurrently updated").
+func applyFunctions(ctx context.Context, pool *pgxpool.Pool) error {
+	names, err := FunctionFiles()
+	if err != nil {
+		return fmt.Errorf("migrate functions: %w", err)
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(7274748)"); err != nil {
+			return fmt.Errorf("migrate functions: %w", err)
+		}
+		for _, n := range names {
+			b, err := fs.ReadFile(migrations.Functions, n)
+			if err != nil {
+				return fmt.Errorf("migrate functions: %w", err)
+			}
+			// No arguments: pgx sends it by the simple protocol, so a file
+			// may hold several statements.
+			if _, err := tx.Exec(ctx, string(b)); err != nil {
+				return fmt.Errorf("migrate functions: %s: %w", n, err)
+			}
+		}
+		return nil
+	})
 }
 
 // migrateRiver applies the job queue's own migrations (river, used by the
@@ -57,12 +104,12 @@ func migrateRiver(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) err
 	return nil
 }
 
-func migrateDB(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+func migrateDB(ctx context.Context, db *sql.DB, log *slog.Logger, numbered fs.FS) error {
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
+	p, err := goose.NewProvider(goose.DialectPostgres, db, numbered,
 		goose.WithSessionLocker(locker),
 		goose.WithDisableGlobalRegistry(true),
 	)

@@ -9,7 +9,7 @@ import (
 )
 
 // SearchPending is an event whose search document must be rebuilt, as
-// claimed by an indexer (migrations/00012_search_pending.sql).
+// claimed by an indexer (table search_pending, migrations/00020_baseline.sql).
 type SearchPending struct {
 	EventID string `db:"event_id"`
 	Seq     int64  `db:"seq"`

@@ -63,16 +63,21 @@ var (
 	templateErr  error
 )
 
-// migrationsHash names the template after the migrations' content, so a
-// changed migration gets a new template instead of a stale one.
+// migrationsHash names the template after the content of the migrations
+// and of the SQL functions, so a changed migration or function gets a new
+// template instead of a stale one.
 func migrationsHash() string {
 	h := sha256.New()
-	names, _ := fs.Glob(migrations.FS, "*.sql")
-	sort.Strings(names)
-	for _, n := range names {
-		b, _ := fs.ReadFile(migrations.FS, n)
-		h.Write([]byte(n))
-		h.Write(b)
+	for _, fsys := range []fs.FS{migrations.FS, migrations.Functions} {
+		names, _ := fs.Glob(fsys, "*.sql")
+		fns, _ := fs.Glob(fsys, "functions/*.sql")
+		names = append(names, fns...)
+		sort.Strings(names)
+		for _, n := range names {
+			b, _ := fs.ReadFile(fsys, n)
+			h.Write([]byte(n))
+			h.Write(b)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

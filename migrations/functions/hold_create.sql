@@ -1,20 +1,34 @@
--- bestAvailable in milliseconds on a big section (issue #16, "Fair use").
--- hold_create computed the centre of a seat's row with a LATERAL aggregate
--- over seats for every candidate (every free seat of the section, or every
--- run of free seats): on a 20,000-seat section, 20,000 index range scans of
--- a whole row each (~4 M seat rows read), 1-2 s of database time per hold.
--- Adjacent: the lowest row_index with a fitting run holds the best run, so
--- the rows are searched one row_index at a time, front to back (index scans
--- of one row's seats), stopping at the first row that has a run; each row's
--- centre is computed once per row. Not adjacent: seats are taken row_index
--- by row_index, front to back, in 00014's order within the row, until
--- there are enough. Same definition of the centre (all
--- the row's seats, free or not), same ORDER BY, same locking, same retries,
--- same refusals: the seats chosen are unchanged
--- (holds/bestbig_test.go compares them with the 00014 query).
--- Only step 5 (best available) differs from 00014.
--- +goose Up
--- +goose StatementBegin
+-- hold_create: the hold decision, createHold in one round trip (holds.Service
+-- calls it; applied by store.Migrate with CREATE OR REPLACE after the
+-- numbered migrations, so this file is the only body).
+--
+-- It runs, in one statement sent outside an explicit transaction (its
+-- implicit transaction commits when it returns), the numbered steps below:
+--   1. the per-(user, event) advisory lock;
+--   2. the idempotency key, the event and the user's ticket count in one
+--      statement (a generic plan);
+--   3. the refusals of the event: event_not_found, sale_not_open,
+--      queue_admission_required, hold_limit (DETAIL: the limit);
+--   4. explicit seats: one conditional UPDATE per seat in inventory id order
+--      (the order every multi-row locker of inventory uses): unknown_seats,
+--      seats_unavailable (DETAIL: the seat ids);
+--   5. best available: searched one row_index at a time, front to back,
+--      SKIP LOCKED, retried p_best_retries times: best_unavailable;
+--   6. general admission: units picked by inventory_ga_pick, SKIP LOCKED:
+--      ga_unavailable (DETAIL: the section id);
+--   7. the hold, its items (prices captured) and the outbox message:
+--      unpriced.
+-- A HELD row past its expires_at is holdable, judged by now().
+--
+-- A refusal raises SQLSTATE TKH00 with the reason as the message and the ids concerned (or the limit) in DETAIL, so
+-- everything the call wrote, including the idempotency key, is rolled back.
+-- An idempotent replay returns outcome 'replay' (or 'reused' when the
+-- arguments differ) and the first hold's id, without writing.
+--
+-- Performance notes (measured with bench/holds): no foreign key from the
+-- rows a hold inserts to the hottest rows of a sale; the inventory UPDATE is
+-- a HOT update (see the inventory table in 00020_baseline.sql); a one-seat
+-- hold finds its inventory id by a scalar lookup whose plan is cached.
 CREATE OR REPLACE FUNCTION hold_create(
     p_owner text, p_key text, p_hash bytea, p_hold uuid, p_event uuid,
     p_seats uuid[], p_best_qty int, p_best_section uuid, p_best_adjacent boolean, p_best_retries int,
@@ -335,291 +349,3 @@ BEGIN
     o_expires_at := ev.expires_at;
 END
 $$;
--- +goose StatementEnd
-
--- +goose Down
--- The function as in 00014.
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION hold_create(
-    p_owner text, p_key text, p_hash bytea, p_hold uuid, p_event uuid,
-    p_seats uuid[], p_best_qty int, p_best_section uuid, p_best_adjacent boolean, p_best_retries int,
-    p_ga_sections uuid[], p_ga_qty int[], p_admitted boolean,
-    OUT o_outcome text, OUT o_resource uuid, OUT o_expires_at timestamptz, OUT o_created_at timestamptz,
-    OUT o_total bigint, OUT o_currency text, OUT o_seats uuid[])
-LANGUAGE plpgsql AS $$
-DECLARE
-    ev       record;
-    v_qty    int := coalesce(cardinality(p_seats), 0) + coalesce(p_best_qty, 0);
-    v_q      int;
-    v_ids    bigint[];
-    v_id     bigint;
-    v_run    bigint[];
-    v_got    bigint[];
-    v_best   bigint[];
-    v_excl   bigint[] := '{}';
-    v_all    bigint[] := '{}';
-    v_asked  bigint;
-    v_ga     bigint[];
-    v_n      int;
-    v_items  int;
-    v_priced int;
-    v_curr   int;
-BEGIN
-    FOREACH v_q IN ARRAY coalesce(p_ga_qty, '{}') LOOP
-        v_qty := v_qty + v_q;
-    END LOOP;
-    -- 1. One user's holds of one event run one at a time (the limit below
-    -- is then exact, and a concurrent duplicate of this request waits here
-    -- for this transaction).
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_event::text || ':' || p_owner, 0));
-
-    -- 2. One statement after the lock (so it sees a duplicate, and every
-    -- hold of this user, committed while we waited) reads everything the
-    -- decision needs: the idempotency key (kept on the hold itself), the
-    -- event's conditions by the database clock, the user's held and sold
-    -- tickets of the event. (A plan of its own, generic: it takes no
-    -- array, so it is not planned again at every call.)
-    -- Two requests with one key for different events do not share the
-    -- lock; the second fails on holds_owner_key and the caller runs it
-    -- again (it then reads 'reused').
-    -- The user's tickets are found through their holds (holds_owner_key,
-    -- then the items' keys): every inventory row HELD or SOLD with a
-    -- hold_id was written by hold_create together with that hold (same
-    -- owner, same event) and an item of it; inventory keeps no index on
-    -- owner or hold_id (00014: they made every hold a non-HOT update).
-    SELECT prev.id AS prev_id, prev.request_hash AS prev_hash, e.id IS NOT NULL AS event_found,
-           e.max_tickets_per_user AS max_tickets, e.queue_required,
-           e.sale_starts_at <= now() AND (e.sale_ends_at IS NULL OR now() < e.sale_ends_at) AS sale_open,
-           now() + make_interval(secs => e.hold_duration_seconds) AS expires_at,
-           (SELECT count(*)
-            FROM holds h
-            JOIN hold_items hi ON hi.hold_id = h.id
-            JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
-            WHERE h.owner = p_owner AND h.event_id = p_event
-              AND i.hold_id = h.id AND i.owner = p_owner
-              AND (i.status = 'SOLD' OR (i.status = 'HELD' AND i.expires_at > now()))) AS taken
-    INTO ev
-    FROM (SELECT) one
-    LEFT JOIN holds prev ON prev.owner = p_owner AND prev.idempotency_key = p_key
-    LEFT JOIN events e ON e.id = p_event;
-    IF ev.prev_id IS NOT NULL THEN
-        o_outcome := CASE WHEN ev.prev_hash = p_hash THEN 'replay' ELSE 'reused' END;
-        o_resource := ev.prev_id;
-        RETURN;
-    END IF;
-
-    -- 3. The event's conditions and the user's limit.
-    IF NOT ev.event_found THEN
-        RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'event_not_found';
-    END IF;
-    IF NOT ev.sale_open THEN
-        RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'sale_not_open';
-    END IF;
-    IF ev.queue_required AND NOT p_admitted THEN
-        RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'queue_admission_required';
-    END IF;
-    IF ev.taken + v_qty > ev.max_tickets THEN
-        RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'hold_limit', DETAIL = ev.max_tickets::text;
-    END IF;
-
-    -- 4. Explicit seats, all holdable or none: each row is taken by its own
-    -- conditional UPDATE, one at a time in id order (the order every
-    -- multi-row locker of inventory uses: no deadlock whatever order the
-    -- client listed them in). The UPDATE locks and writes the row at once;
-    -- a refusal rolls back the rows taken before it.
-    IF coalesce(cardinality(p_seats), 0) > 0 THEN
-        -- The seats' inventory ids, in id order. One seat (the common case)
-        -- by a scalar lookup whose plan is cached; several by ANY, which
-        -- is planned for each call's array.
-        IF cardinality(p_seats) = 1 THEN
-            SELECT coalesce(array_agg(i.id), '{}'), 1 INTO v_ids, v_asked
-            FROM inventory i WHERE i.event_id = p_event AND i.seat_id = p_seats[1];
-        ELSE
-            SELECT coalesce(array_agg(i.id ORDER BY i.id), '{}'), (SELECT count(DISTINCT s) FROM unnest(p_seats) s)
-            INTO v_ids, v_asked
-            FROM inventory i WHERE i.event_id = p_event AND i.seat_id = ANY (p_seats);
-        END IF;
-        IF cardinality(v_ids) < v_asked THEN
-            RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'unknown_seats',
-                DETAIL = array_to_string(ARRAY(SELECT s FROM unnest(p_seats) WITH ORDINALITY t(s, n)
-                                               WHERE NOT EXISTS (SELECT 1 FROM inventory i
-                                                                 WHERE i.event_id = p_event AND i.seat_id = s)
-                                               ORDER BY n), ',');
-        END IF;
-        FOREACH v_id IN ARRAY v_ids LOOP
-            UPDATE inventory
-            SET status = 'HELD', hold_id = p_hold, owner = p_owner, expires_at = ev.expires_at,
-                version = nextval('inventory_version_seq'), updated_at = now()
-            WHERE event_id = p_event AND id = v_id
-              AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()));
-            IF NOT FOUND THEN
-                -- Every requested seat not holdable now (this one included,
-                -- whatever it reads after the wait), ours excepted.
-                RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'seats_unavailable',
-                    DETAIL = array_to_string(ARRAY(
-                        SELECT s FROM unnest(p_seats) WITH ORDINALITY t(s, n)
-                        JOIN inventory i ON i.event_id = p_event AND i.seat_id = s
-                        WHERE i.id = v_id
-                           OR (i.hold_id IS DISTINCT FROM p_hold
-                               AND NOT (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now())))
-                        ORDER BY n), ',');
-            END IF;
-        END LOOP;
-        v_all := v_ids;
-    END IF;
-
-    -- 5. Best available: candidates locked with SKIP LOCKED, so concurrent
-    -- buyers pick different seats instead of queueing; a run partly taken
-    -- meanwhile is excluded and the pick retried.
-    IF coalesce(p_best_qty, 0) > 0 THEN
-        IF p_best_adjacent THEN
-            FOR k IN 1 .. p_best_retries LOOP
-                -- The best run of p_best_qty consecutive holdable seats in one
-                -- row: lowest row_index, then nearest the row's centre.
-                WITH free AS (
-                    SELECT i.id, s.section_id, s.row_index, s.row_label, s.number,
-                           s.number - row_number() OVER (PARTITION BY s.section_id, s.row_index, s.row_label ORDER BY s.number) AS grp
-                    FROM inventory i JOIN seats s ON s.id = i.seat_id
-                    WHERE i.event_id = p_event AND i.seat_id IS NOT NULL
-                      AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                      AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
-                      AND NOT (i.id = ANY (v_excl))
-                ), runs AS (
-                    SELECT section_id, row_index, row_label, number AS first,
-                           lead(number, p_best_qty - 1) OVER (PARTITION BY section_id, row_index, row_label, grp ORDER BY number) AS last
-                    FROM free
-                ), best AS (
-                    SELECT r.* FROM runs r
-                    CROSS JOIN LATERAL (
-                        SELECT (min(number) + max(number)) / 2.0 AS center FROM seats
-                        WHERE section_id = r.section_id AND row_index = r.row_index AND row_label = r.row_label) c
-                    WHERE r.last IS NOT NULL
-                    ORDER BY r.row_index, abs((r.first + r.last) / 2.0 - c.center), r.section_id, r.first
-                    LIMIT 1
-                )
-                SELECT array_agg(f.id ORDER BY f.id) INTO v_run
-                FROM free f JOIN best b
-                  ON f.section_id = b.section_id AND f.row_index = b.row_index AND f.row_label = b.row_label
-                 AND f.number BETWEEN b.first AND b.last;
-                EXIT WHEN v_run IS NULL;
-                SELECT coalesce(array_agg(l.id), '{}') INTO v_got
-                FROM (SELECT id FROM inventory
-                      WHERE event_id = p_event AND id = ANY (v_run)
-                        AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()))
-                      ORDER BY id FOR UPDATE SKIP LOCKED) l;
-                IF cardinality(v_got) = cardinality(v_run) THEN
-                    v_best := v_run;
-                    EXIT;
-                END IF;
-                v_excl := v_excl || ARRAY(SELECT x FROM unnest(v_run) x WHERE x <> ALL (v_got));
-            END LOOP;
-        ELSE
-            -- The best holdable seats anywhere: front rows, then central.
-            SELECT array_agg(b.id) INTO v_best FROM (
-                SELECT i.id FROM inventory i JOIN seats s ON s.id = i.seat_id
-                CROSS JOIN LATERAL (
-                    SELECT (min(number) + max(number)) / 2.0 AS center FROM seats
-                    WHERE section_id = s.section_id AND row_index = s.row_index AND row_label = s.row_label) c
-                WHERE i.event_id = p_event AND i.seat_id IS NOT NULL
-                  AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                  AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
-                ORDER BY s.row_index, abs(s.number - c.center), i.id
-                LIMIT p_best_qty
-                FOR UPDATE OF i SKIP LOCKED) b;
-            IF coalesce(cardinality(v_best), 0) < p_best_qty THEN
-                v_best := NULL;
-            END IF;
-        END IF;
-        IF v_best IS NOT NULL THEN
-            UPDATE inventory
-            SET status = 'HELD', hold_id = p_hold, owner = p_owner, expires_at = ev.expires_at,
-                version = nextval('inventory_version_seq'), updated_at = now()
-            WHERE event_id = p_event AND id = ANY (v_best)
-              AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()));
-            GET DIAGNOSTICS v_n = ROW_COUNT;
-            v_all := v_all || v_best;
-        END IF;
-        IF v_best IS NULL OR v_n < cardinality(v_best) THEN -- the latter cannot happen: the rows are locked
-            RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'best_unavailable',
-                DETAIL = coalesce(p_best_section::text, '');
-        END IF;
-    END IF;
-
-    -- 6. General admission: unit rows picked FOR UPDATE SKIP LOCKED
-    -- (AVAILABLE first, in index order), so buyers of a hot floor take
-    -- different units instead of queueing on one row. The CTE is
-    -- materialised: an IN (subquery LIMIT) may be re-scanned and take more.
-    FOR k IN 1 .. coalesce(cardinality(p_ga_sections), 0) LOOP
-        WITH picked AS MATERIALIZED (
-            SELECT id FROM inventory
-            WHERE event_id = p_event AND section_id = p_ga_sections[k] AND unit_no IS NOT NULL
-              AND ga_status IN ('AVAILABLE', 'HELD')
-              AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()))
-            ORDER BY ga_status, id
-            LIMIT p_ga_qty[k]
-            FOR UPDATE SKIP LOCKED
-        ), taken AS (
-            UPDATE inventory i
-            SET status = 'HELD', hold_id = p_hold, owner = p_owner, expires_at = ev.expires_at,
-                version = nextval('inventory_version_seq'), updated_at = now()
-            FROM picked
-            WHERE i.event_id = p_event AND i.id = picked.id
-            RETURNING i.id
-        )
-        SELECT coalesce(array_agg(id), '{}') INTO v_ga FROM taken;
-        v_n := cardinality(v_ga);
-        v_all := v_all || v_ga;
-        IF v_n < p_ga_qty[k] THEN
-            RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'ga_unavailable', DETAIL = p_ga_sections[k]::text;
-        END IF;
-    END LOOP;
-
-    -- 7. The hold, its items with the prices captured now, and the outbox
-    -- message, from the rows this transaction HELD (by their ids: there is
-    -- no index on inventory.hold_id). Item periods start at
-    -- clock_timestamp(), after the commit of any cancellation this
-    -- transaction waited for, so a cancelled item's cut period never
-    -- overlaps the new one.
-    -- One statement; a shortfall found afterwards rolls it back with the rest.
-    WITH u AS (
-        SELECT i.id, i.section_id, i.seat_id, i.version, p.amount, p.currency
-        FROM inventory i LEFT JOIN event_prices p ON p.event_id = i.event_id AND p.section_id = i.section_id
-        WHERE i.event_id = p_event AND i.id = ANY (v_all) AND i.hold_id = p_hold AND i.status = 'HELD'
-    ), s AS (
-        SELECT count(*) AS n, count(amount) AS priced, count(DISTINCT currency) AS currencies,
-               coalesce(sum(amount), 0) AS total, coalesce(min(currency), 'XXX') AS currency,
-               coalesce(array_agg(seat_id) FILTER (WHERE seat_id IS NOT NULL), '{}') AS seats,
-               coalesce(jsonb_agg(jsonb_build_object('seatId', seat_id, 'sectionId', section_id,
-                                                     'status', 'HELD', 'version', version))
-                        FILTER (WHERE seat_id IS NOT NULL), '[]') AS seats_json
-        FROM u
-    ), ga AS ( -- GA sections changed, with their highest new version
-        SELECT coalesce(jsonb_agg(jsonb_build_object('sectionId', section_id, 'version', version)), '[]') AS j
-        FROM (SELECT section_id, max(version) AS version FROM u WHERE seat_id IS NULL GROUP BY section_id) g
-    ), h AS (
-        INSERT INTO holds (id, event_id, owner, status, expires_at, total_amount, currency, idempotency_key, request_hash)
-        SELECT p_hold, p_event, p_owner, 'ACTIVE', ev.expires_at, s.total, s.currency, p_key, p_hash FROM s
-        RETURNING created_at
-    ), hi AS (
-        INSERT INTO hold_items (hold_id, event_id, inventory_id, section_id, seat_id, price_amount, currency, period)
-        SELECT p_hold, p_event, id, section_id, seat_id, amount, currency,
-               tstzrange(least(clock_timestamp(), ev.expires_at), ev.expires_at)
-        FROM u WHERE amount IS NOT NULL
-    ), o AS (
-        INSERT INTO outbox (event_id, topic, payload)
-        SELECT p_event, 'inventory', jsonb_build_object('eventId', p_event, 'kind', 'hold', 'holdId', p_hold,
-                                                        'seats', s.seats_json, 'ga', ga.j)
-        FROM s, ga
-    )
-    SELECT s.n, s.priced, s.currencies, s.total, s.currency, s.seats, h.created_at
-    INTO v_items, v_priced, v_curr, o_total, o_currency, o_seats, o_created_at
-    FROM s, h;
-    IF v_priced < v_items OR v_curr > 1 THEN
-        RAISE EXCEPTION USING ERRCODE = 'TKH00', MESSAGE = 'unpriced';
-    END IF;
-    o_outcome := 'created';
-    o_resource := p_hold;
-    o_expires_at := ev.expires_at;
-END
-$$;
--- +goose StatementEnd
