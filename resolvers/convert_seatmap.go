@@ -5,17 +5,24 @@ import (
 	"github.com/ticketing/ticketing/seatmap"
 )
 
-func toModelSnapshot(s *seatmap.Snapshot) *model.SeatMap {
+// sharedSnapshot is the snapshot as the GraphQL model, converted once per
+// snapshot and shared by every request and subscriber it answers (never
+// modify it).
+func sharedSnapshot(s *seatmap.Snapshot) *model.SeatMap {
 	if s == nil {
 		return nil
 	}
+	return seatmap.Convert(s, toModelSnapshot)
+}
+
+func toModelSnapshot(s *seatmap.Snapshot) *model.SeatMap {
 	return &model.SeatMap{EventID: s.EventID, Cursor: s.Cursor,
 		Seats: toModelSeatMapSeats(s.Seats), GeneralAdmission: toModelGAStates(s.GeneralAdmission)}
 }
 
 // toModelSeatMapUpdate runs once per update, shared by every subscriber.
 func toModelSeatMapUpdate(u *seatmap.Update) *model.SeatMapUpdate {
-	return &model.SeatMapUpdate{EventID: u.EventID, Cursor: u.Cursor, Snapshot: toModelSnapshot(u.Snapshot),
+	return &model.SeatMapUpdate{EventID: u.EventID, Cursor: u.Cursor, Snapshot: sharedSnapshot(u.Snapshot),
 		Seats: toModelSeatMapSeats(u.Seats), GeneralAdmission: toModelGAStates(u.GeneralAdmission)}
 }
 

@@ -3,7 +3,6 @@ package seatmap
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -450,12 +449,7 @@ func (s *Service) Buffer() int { return s.cfg.Buffer }
 // converted returns conv(u), computed once per update and result type:
 // conv must be the same function for every subscriber of one type T.
 func converted[T any](u *Update, conv func(*Update) T) T {
-	key := reflect.TypeFor[T]()
-	if v, ok := u.memo.Load(key); ok {
-		return v.(T)
-	}
-	v, _ := u.memo.LoadOrStore(key, conv(u))
-	return v.(T)
+	return memoized(&u.memo, func() T { return conv(u) })
 }
 
 // catchUp returns what a subscriber needs before the hub's live frames
@@ -470,13 +464,13 @@ func (s *Service) catchUp(ctx context.Context, eventID, after, last string) ([]*
 			return s.replay(ctx, eventID, after, last)
 		}
 	}
-	snap, err := s.snapshot(ctx, eventID)
+	v, err := s.snapshot(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	more, err := s.replay(ctx, eventID, snap.snap.Cursor, last)
+	more, err := s.replay(ctx, eventID, v.snap.Cursor, last)
 	if err != nil {
 		return nil, err
 	}
-	return append([]*Update{snap.first}, more...), nil
+	return append([]*Update{v.first}, more...), nil
 }

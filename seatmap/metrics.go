@@ -12,6 +12,7 @@ type metrics struct {
 	frames      prometheus.Counter
 	coalesced   prometheus.Counter
 	published   prometheus.Counter
+	loads       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -36,9 +37,13 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "ticketing_seatmap_published_entries_total",
 			Help: "Seat map stream entries written by the outbox relay.",
 		}),
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketing_seatmap_snapshot_loads_total",
+			Help: "Seat map projections loaded from Postgres, by reason (first, age, lost, redis, relay); otherwise they advance from the stream.",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.subscribers, m.dropped, m.frames, m.coalesced, m.published} {
+		for _, c := range []prometheus.Collector{m.subscribers, m.dropped, m.frames, m.coalesced, m.published, m.loads} {
 			var are prometheus.AlreadyRegisteredError
 			if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 				panic(err)

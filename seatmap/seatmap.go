@@ -52,11 +52,17 @@ type GA struct {
 
 // Snapshot is the whole seat map of an event. Cursor is the stream position
 // read before the map was: every change after it is in the stream.
+// A Snapshot is shared (every viewer of a projection's version gets the same
+// one): never modify one.
 type Snapshot struct {
 	EventID          string `json:"eventId"`
 	Cursor           string `json:"cursor"`
 	Seats            []Seat `json:"seats"`
 	GeneralAdmission []GA   `json:"generalAdmission"`
+
+	// memo holds the snapshot's encodings (JSON, each transport's type),
+	// computed once and shared by every request it answers.
+	memo sync.Map // reflect.Type -> converted value
 }
 
 // Update is one message to a subscriber: changes up to Cursor, or (first
@@ -99,8 +105,17 @@ type Config struct {
 	// the primary while it answers, else the replica); nil reads the store
 	// given to New.
 	Reads *store.Reads
-	// SnapshotTTL is how long a seat map snapshot is served from memory (default 1s).
+	// Refresh is how long a projection's snapshot is served before the
+	// stream is read again for newer changes (default 100ms).
+	Refresh time.Duration
+	// SnapshotTTL is how long a snapshot loaded from Postgres is served
+	// while the projection cannot be advanced from the stream (the relay is
+	// behind, or Redis is unreachable) (default 1s).
 	SnapshotTTL time.Duration
+	// MaxRelayLag is the age of the oldest unpublished outbox row beyond
+	// which the relay counts as behind, and snapshots are reloaded from
+	// Postgres instead of advanced from the stream (default 2s).
+	MaxRelayLag time.Duration
 	// Keepalive is the SSE comment interval (default 15s).
 	Keepalive time.Duration
 	// CheckOrigin decides whether a browser Origin may open the SSE stream;
@@ -122,17 +137,10 @@ type Service struct {
 	mu   sync.Mutex
 	hubs map[string]*hub
 
-	sf     singleflight.Group
-	cacheM sync.Mutex
-	cache  map[string]cached
-}
-
-type cached struct {
-	snap *Snapshot
-	// first is the subscribers' first message carrying snap: one value for
-	// all of them, so transports convert and render it once.
-	first *Update
-	at    time.Time
+	sf    singleflight.Group
+	projM sync.Mutex
+	projs map[string]*projection
+	lag   relayLag
 }
 
 // New returns a Service. Close it to release its pub/sub connection.
@@ -149,8 +157,14 @@ func New(rdb redis.UniversalClient, st *store.Store, cfg Config) *Service {
 	if cfg.MaxCoalesce <= 0 {
 		cfg.MaxCoalesce = time.Second
 	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 100 * time.Millisecond
+	}
 	if cfg.SnapshotTTL <= 0 {
 		cfg.SnapshotTTL = time.Second
+	}
+	if cfg.MaxRelayLag <= 0 {
+		cfg.MaxRelayLag = 2 * time.Second
 	}
 	if cfg.Keepalive <= 0 {
 		cfg.Keepalive = 15 * time.Second
@@ -161,7 +175,7 @@ func New(rdb redis.UniversalClient, st *store.Store, cfg Config) *Service {
 	s := &Service{
 		rdb: rdb, st: st, cfg: cfg, log: cfg.Log, m: newMetrics(cfg.Registerer),
 		hubs:  map[string]*hub{},
-		cache: map[string]cached{},
+		projs: map[string]*projection{},
 	}
 	return s
 }
@@ -280,112 +294,4 @@ func compareID(a, b string) int {
 		}
 	}
 	return 0
-}
-
-// Snapshot returns the event's seat map from a short-lived cache over
-// Postgres, loaded once per event however many viewers ask at once. Its
-// Cursor was read before the map.
-func (s *Service) Snapshot(ctx context.Context, eventID string) (*Snapshot, error) {
-	c, err := s.snapshot(ctx, eventID)
-	return c.snap, err
-}
-
-func (s *Service) snapshot(ctx context.Context, eventID string) (cached, error) {
-	s.cacheM.Lock()
-	c, ok := s.cache[eventID]
-	s.cacheM.Unlock()
-	if ok && time.Since(c.at) < s.cfg.SnapshotTTL {
-		return c, nil
-	}
-	ch := s.sf.DoChan(eventID, func() (any, error) {
-		// Not the first caller's ctx: the others wait on this load too.
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		snap, err := s.load(lctx, eventID)
-		if err != nil {
-			if c, ok := s.lastGood(err, eventID); ok {
-				return c, nil
-			}
-			return nil, err
-		}
-		s.cacheM.Lock()
-		now := time.Now()
-		if len(s.cache) > 1000 {
-			for k, v := range s.cache {
-				if now.Sub(v.at) >= s.cfg.SnapshotTTL {
-					delete(s.cache, k)
-				}
-			}
-		}
-		c := cached{snap: snap, at: now,
-			first: &Update{EventID: eventID, Cursor: snap.Cursor, Snapshot: snap, Seats: []Seat{}, GeneralAdmission: []GA{}}}
-		s.cache[eventID] = c
-		s.cacheM.Unlock()
-		return c, nil
-	})
-	select {
-	case <-ctx.Done():
-		return cached{}, ctx.Err()
-	case r := <-ch:
-		if r.Err != nil {
-			return cached{}, r.Err
-		}
-		return r.Val.(cached), nil
-	}
-}
-
-// reads is where snapshots read the inventory (store.Reads.Live).
-func (s *Service) reads() *store.Reads {
-	if s.cfg.Reads != nil {
-		return s.cfg.Reads
-	}
-	return store.NewReads(s.st, nil, nil, nil)
-}
-
-// lastGood is the last snapshot of the event loaded within store.StaleFor,
-// served when err says Postgres (primary and replica) cannot be reached:
-// its cursor is the one read before it, so a subscriber replays every
-// change the stream still holds after it.
-func (s *Service) lastGood(err error, eventID string) (cached, bool) {
-	if !errors.Is(err, apperr.ErrServiceUnavailable) {
-		return cached{}, false
-	}
-	s.cacheM.Lock()
-	defer s.cacheM.Unlock()
-	c, ok := s.cache[eventID]
-	if !ok || time.Since(c.at) > store.StaleFor {
-		return cached{}, false
-	}
-	return c, true
-}
-
-func (s *Service) load(ctx context.Context, eventID string) (*Snapshot, error) {
-	cursor, err := s.Cursor(ctx, eventID)
-	if err != nil {
-		return nil, err
-	}
-	type rows struct {
-		seats []store.SeatMapSeat
-		ga    []store.SeatMapGA
-	}
-	r, err := store.ReadLive(s.reads(), func(st *store.Store) (rows, error) {
-		seats, err := st.SeatMapSeats(ctx, eventID)
-		if err != nil {
-			return rows{}, err
-		}
-		ga, err := st.SeatMapGA(ctx, eventID, nil)
-		return rows{seats, ga}, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	seats, ga := r.seats, r.ga
-	snap := &Snapshot{EventID: eventID, Cursor: cursor, Seats: make([]Seat, len(seats)), GeneralAdmission: make([]GA, len(ga))}
-	for i, x := range seats {
-		snap.Seats[i] = Seat(x)
-	}
-	for i, x := range ga {
-		snap.GeneralAdmission[i] = GA(x)
-	}
-	return snap, nil
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ticketing/ticketing/app"
@@ -51,6 +52,10 @@ var (
 	cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the hot-event run with the most clients")
 	keepDB    = flag.Bool("keep", false, "keep the bench database")
 	gistCheck = flag.Bool("gist-check", false, "also rerun the largest spread run without the hold_items exclusion constraint (dropped in the bench database only)")
+	mainRuns  = flag.Bool("main", true, "run the mixed seat/GA holds runs (spread and hot event)")
+	gaSweep   = flag.String("ga-capacities", "10000,50000,100000,200000", "GA capacity sweep: one-unit GA holds on a floor of each capacity (empty: skip)")
+	gaClients = flag.Int("ga-clients", 8, "concurrent clients of the GA capacity sweep")
+	gaExplain = flag.Bool("ga-explain", true, "after each sweep run, print the plan (auto_explain, EXPLAIN ANALYZE) of the GA pick inside hold_create and of the relay's GA recount")
 	spreadN   = 100
 	secret    = "bench-secret-0123456789abcdef"
 	rowsSpr   = 20
@@ -65,6 +70,7 @@ type benchEvent struct {
 	id, ga string
 	rows   [][]string // seat ids per row
 	cursor atomic.Int64
+	gaOnly bool // every request is one GA unit (the capacity sweep)
 }
 
 func main() {
@@ -116,11 +122,12 @@ func main() {
 	check(err)
 	mintTokens()
 
-	var counts []int
-	for _, c := range strings.Split(*clients, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(c))
-		check(err)
-		counts = append(counts, n)
+	counts := ints(*clients)
+	if *gaSweep != "" {
+		sweepGA(ctx, a.Pool, endpoint, ints(*gaSweep))
+	}
+	if !*mainRuns {
+		return
 	}
 	// A short warm-up run, so the measured runs start, like a real sale,
 	// with a holds history that the planner knows about (see reset).
@@ -238,6 +245,70 @@ END;
 	}
 }
 
+func ints(list string) []int {
+	var out []int
+	for _, c := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		check(err)
+		out = append(out, n)
+	}
+	return out
+}
+
+// sweepGA runs one-unit GA holds at -ga-clients on a floor of each
+// capacity: the cost of a hold must not depend on it. With -ga-explain it
+// then prints how the hold function's GA pick ran (auto_explain of the
+// statement inside hold_create, with the floor as the run left it) and
+// what the relay's recount of the floor (store.SeatMapGA) costs.
+func sweepGA(ctx context.Context, pool *pgxpool.Pool, endpoint string, capacities []int) {
+	fmt.Printf("\nGA capacity sweep: one-unit GA holds, %d clients\n", *gaClients)
+	fmt.Printf("%-22s %8s %10s %9s %9s %9s %9s\n", "capacity", "clients", "holds/s", "p50 ms", "p99 ms", "conflict", "errors")
+	for _, c := range capacities {
+		ev := createEvent(ctx, pool, 1, 4, c)
+		ev.gaOnly = true
+		reset(ctx, pool, []*benchEvent{ev})
+		r := run(endpoint, []*benchEvent{ev}, *gaClients, *duration)
+		fmt.Printf("%-22d %8d %10.0f %9.1f %9.1f %9d %9d\n", c, *gaClients, r.rate, ms(r.p50), ms(r.p99), r.conflicts, r.errors)
+		if *gaExplain {
+			explainGA(ctx, pool, ev)
+		}
+	}
+}
+
+// explainGA prints the plans of one more GA hold's pick (rolled back) and
+// of the GA recount, with timings.
+func explainGA(ctx context.Context, pool *pgxpool.Pool, ev *benchEvent) {
+	cfg := pool.Config().ConnConfig.Copy()
+	var plans []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { plans = append(plans, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	check(err)
+	defer conn.Close(ctx)
+	for _, sql := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_analyze = on`, `SET auto_explain.log_buffers = on`, `SET auto_explain.log_nested_statements = on`,
+		`SET auto_explain.log_level = notice`, `BEGIN`} {
+		_, err := conn.Exec(ctx, sql)
+		check(err)
+	}
+	_, err = conn.Exec(ctx, `SELECT o_outcome FROM hold_create('explain', md5(random()::text), '\x00', gen_random_uuid(), $1,
+		'{}', 0, NULL, false, 3, ARRAY[$2::uuid], ARRAY[1], false)`, ev.id, ev.ga)
+	check(err)
+	_, err = conn.Exec(ctx, `ROLLBACK`)
+	check(err)
+	for _, p := range plans {
+		if strings.Contains(p, "ga_status IN") {
+			fmt.Printf("  GA pick inside hold_create:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(p), "\n", "\n    "))
+		}
+	}
+	rows, err := pool.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) SELECT section_id::text,
+		(count(*) FILTER (WHERE status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now())))::int, sum(version)::bigint
+		FROM inventory WHERE event_id = $1 AND unit_no IS NOT NULL AND section_id = ANY($2::uuid[]) GROUP BY section_id`, ev.id, []string{ev.ga})
+	check(err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	check(err)
+	fmt.Printf("  GA recount (store.SeatMapGA, once per relay batch): %s\n", lines[len(lines)-1])
+}
+
 func check(err error) {
 	if err != nil {
 		log.Fatal(err)
@@ -307,6 +378,8 @@ func reset(ctx context.Context, pool *pgxpool.Pool, evs []*benchEvent) {
 func (e *benchEvent) next(rng *rand.Rand) map[string]any {
 	in := map[string]any{"eventId": e.id, "idempotencyKey": uuid.NewString()}
 	switch p := rng.IntN(10); {
+	case e.gaOnly:
+		in["generalAdmission"] = []any{map[string]any{"sectionId": e.ga, "quantity": 1}}
 	case p < 3:
 		in["generalAdmission"] = []any{map[string]any{"sectionId": e.ga, "quantity": 2}}
 	default:
