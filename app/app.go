@@ -187,6 +187,19 @@ func NewRedis(cfg config.Config) (redis.UniversalClient, error) {
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:                 cfg.RedisClusterAddrs,
 			ContextTimeoutEnabled: true,
+			// While a slot migrates, a script over several of the event's
+			// keys answers ASK, then TRYAGAIN until the last of them has
+			// moved: go-redis's default of 3 redirects gave up on some of
+			// them (app TestRedisClusterSurvivesSlotMigrationAndFailover).
+			// Each retry waits 8-512 ms, so 10 of them stay inside the
+			// callers' deadlines.
+			MaxRedirects: 10,
+			// After a primary fails over, a pipeline to the dead node fails
+			// to dial without reloading the slot map (only MOVED does), so
+			// the client used the dead node until its state aged out: 60 s
+			// by default. Re-reading the slots (one CLUSTER SLOTS) each
+			// second when in use bounds that to the failover's own time.
+			ClusterStateReloadInterval: time.Second,
 		}), nil
 	}
 	ropt, err := redis.ParseURL(cfg.RedisURL)
