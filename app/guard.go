@@ -62,6 +62,9 @@ func (*DocumentLimits) Validate(graphql.ExecutableSchema) error { return nil }
 
 // MutateOperationParameters implements graphql.OperationParameterMutator.
 func (l *DocumentLimits) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if err := prescanError(ctx); err != nil {
+		return err // refused before decoding (app/prescan.go)
+	}
 	if p.Query == "" {
 		return nil // the executor answers "no operation provided"
 	}

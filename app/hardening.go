@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/ticketing/ticketing/queue"
+	"github.com/ticketing/ticketing/redisstore"
 )
 
 // MaxStreamsPerAddress caps the open WebSocket and SSE connections of one
@@ -128,14 +129,42 @@ func securityHeaders(next http.Handler) http.Handler {
 // each address has a budget of body and query-string bytes, refilled at
 // BytesPerAddressRate up to BytesPerAddressBurst; a request over it gets
 // 429 RATE_LIMITED before its body is read. A fan's requests are a few
-// hundred bytes; one maximal 1 MiB body always fits. Kept per instance
-// (it protects this instance's CPU). Webhooks are not counted.
+// hundred bytes; one maximal 1 MiB body always fits. Shared by every
+// instance through Redis (GCRA, as FairUse; a flood spread over the
+// instances meets one budget); while Redis does not answer, each instance
+// keeps the budget itself. Webhooks are not counted.
 const (
 	BytesPerAddressRate  = 256 << 10 // per second
 	BytesPerAddressBurst = MaxBodyBytes + 64<<10
 )
 
+// byteBudget is the budget of each address: in Redis, or locally (local)
+// while Redis does not answer (for a second after a failure).
 type byteBudget struct {
+	rl        *redisstore.RateLimiter // nil: local only
+	redisDown atomic.Int64            // unix nanoseconds until which Redis is not asked
+	local     localBytes
+}
+
+var bytesLimit = redisstore.Limit{Rate: BytesPerAddressRate, Burst: BytesPerAddressBurst}
+
+// spend takes n bytes from addr's budget; wait > 0 means refused: how long
+// until n bytes are available.
+func (b *byteBudget) spend(ctx context.Context, addr string, n int64, now time.Time) time.Duration {
+	if b.rl != nil && now.UnixNano() >= b.redisDown.Load() {
+		rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		wait, err := b.rl.AllowN(rctx, "bytes:a:"+addr, bytesLimit, n, now)
+		if err == nil {
+			return wait
+		}
+		b.redisDown.Store(now.Add(time.Second).UnixNano())
+	}
+	return b.local.spend(addr, n, now)
+}
+
+// localBytes is one instance's token buckets of request bytes.
+type localBytes struct {
 	mu      sync.Mutex
 	buckets map[string]*bytesBucket
 	sweep   time.Time
@@ -148,8 +177,11 @@ type bytesBucket struct {
 
 // spend takes n bytes from addr's budget; wait > 0 means refused (and
 // nothing taken): how long until n bytes are available.
-func (b *byteBudget) spend(addr string, n int64, now time.Time) (wait time.Duration) {
+func (b *localBytes) spend(addr string, n int64, now time.Time) (wait time.Duration) {
 	b.mu.Lock()
+	if b.buckets == nil {
+		b.buckets = map[string]*bytesBucket{}
+	}
 	defer b.mu.Unlock()
 	if now.Sub(b.sweep) > time.Minute { // forget full buckets
 		for k, v := range b.buckets {
@@ -179,7 +211,10 @@ func (a *App) limitBytes(next http.Handler) http.Handler {
 	if !a.Cfg.AbuseLimits {
 		return next
 	}
-	b := &byteBudget{buckets: map[string]*bytesBucket{}}
+	b := &byteBudget{}
+	if a.Redis != nil {
+		b.rl = redisstore.NewRateLimiter(a.Redis, a.Cfg.SeatMapRedisPrefix)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/graphql" && !strings.HasPrefix(r.URL.Path, "/api/") {
 			next.ServeHTTP(w, r)
@@ -193,7 +228,7 @@ func (a *App) limitBytes(next http.Handler) http.Handler {
 		default: // chunked: its length is not known before reading it
 			n += 64 << 10
 		}
-		if wait := b.spend(queue.ClientAddr(r.Context()), n, time.Now()); wait > 0 {
+		if wait := b.spend(r.Context(), queue.ClientAddr(r.Context()), n, time.Now()); wait > 0 {
 			secs := int((wait + time.Second - 1) / time.Second)
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			w.Header().Set("Connection", "close") // the unread body is not waited for

@@ -102,6 +102,7 @@ func (a *App) graphqlHandler() http.Handler {
 		MaxSubscriptions:  MaxSubscriptionsPerConnection,
 		SubscriptionLimit: subscriptionLimitError,
 		Detach:            keepStreamSlot,
+		CheckPayload:      scanBody, // app/prescan.go
 	})
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: wsKeepAlive})
 	srv.AddTransport(transport.Options{})
@@ -130,6 +131,7 @@ func (a *App) graphqlHandler() http.Handler {
 		return resolverError{fmt.Errorf("panic: %v", v)}
 	})
 
+	checked := prescan(srv) // app/prescan.go, before anything is decoded
 	// The Origin check is repeated here so a refused browser gets a clean 403
 	// (for WebSocket and SSE alike) instead of a failed upgrade.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +140,7 @@ func (a *App) graphqlHandler() http.Handler {
 			writeError(w, r, http.StatusForbidden, "FORBIDDEN", "origin not allowed")
 			return
 		}
-		srv.ServeHTTP(w, r)
+		checked.ServeHTTP(w, r)
 	})
 }
 

@@ -161,7 +161,7 @@ func limitBody(next http.Handler, timeout time.Duration) http.Handler {
 		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(timeout))
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		body, err := readAll(r.Body, r.ContentLength)
 		if err != nil {
 			w.Header().Set("Connection", "close")
 			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "could not read the request body in time")
@@ -173,10 +173,22 @@ func limitBody(next http.Handler, timeout time.Duration) http.Handler {
 			tooLarge(w, r)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = newReadBody(body) // app/prescan.go scans these bytes
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readAll reads at most MaxBodyBytes+1 bytes of body, into one buffer of
+// the announced length when there is one (io.ReadAll's doubling would
+// allocate about twice the body).
+func readAll(body io.Reader, length int64) ([]byte, error) {
+	if length < 0 || length > MaxBodyBytes {
+		return io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, length+bytes.MinRead))
+	_, err := buf.ReadFrom(io.LimitReader(body, MaxBodyBytes+1))
+	return buf.Bytes(), err
 }
 
 func tooLarge(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -153,19 +154,21 @@ func (oc *orderUpdatesConn) nextOrder(t *testing.T, id string, d time.Duration) 
 
 // paysimApp is the real App on a real listener whose address is its
 // PUBLIC_BASE_URL (paysim, at paysimURL, delivers its webhooks there), on
-// database dbURL, with a small event.
-func paysimApp(t *testing.T, paysimURL, dbURL string) (*app.App, *httptest.Server, fixtures.Event) {
+// database dbURL, with a small event; extra adds or replaces variables.
+func paysimApp(t *testing.T, paysimURL, dbURL string, extra map[string]string) (*app.App, *httptest.Server, fixtures.Event) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	a := apptest.New(t, map[string]string{
+	env := map[string]string{
 		"DATABASE_URL":            dbURL,
 		"JWT_HS256_SECRET":        orderUpdatesJWTSecret,
 		"PAYMENTS_BASE_URL":       paysimURL,
 		"PAYMENTS_WEBHOOK_SECRET": orderUpdatesWebhookSecret,
 		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
 		"TICKET_SIGNING_KEY":      orderUpdatesTicketKey,
-	})
+	}
+	maps.Copy(env, extra)
+	a := apptest.New(t, env)
 	srv := httptest.NewUnstartedServer(a.Handler())
 	srv.Listener.Close()
 	srv.Listener = l
@@ -186,7 +189,7 @@ func TestOrderUpdatesSubscriptionDeliversConfirmation(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(stop)
 
-	_, srv, ev := paysimApp(t, ps.URL, testdb.NewDatabase(t))
+	_, srv, ev := paysimApp(t, ps.URL, testdb.NewDatabase(t), nil)
 
 	mint := func(who string) string {
 		tok, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)

@@ -29,7 +29,7 @@ func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	dbURL := testdb.NewDatabase(t)
-	a, srv, ev := paysimApp(t, ps.URL, dbURL)
+	a, srv, ev := paysimApp(t, ps.URL, dbURL, nil)
 	buyer, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", "buyer-"+uuid.NewString()[:8], nil, time.Hour)
 	require.NoError(t, err)
 

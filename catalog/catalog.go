@@ -549,8 +549,8 @@ func (s *Service) Availability(ctx context.Context, eventID string) (Availabilit
 }
 
 // SeatMap returns the effective status and version of every seat of the
-// event, and per GA section the available count and the highest version of
-// its units.
+// event, and per GA section the available count and the sum of its units'
+// versions (ga_availability, the live seat map's count).
 func (s *Service) SeatMap(ctx context.Context, eventID string) (SeatMap, error) {
 	if _, err := s.GetEvent(ctx, eventID); err != nil {
 		return SeatMap{}, err

@@ -11,7 +11,7 @@ import (
 type AddressCap interface {
 	Reserve(ctx context.Context, eventID, addr, holdID string, units, limit int, now, until time.Time) (bool, error)
 	Extend(ctx context.Context, eventID, addr, holdID string, units int, expiresAt time.Time) error
-	Release(ctx context.Context, eventID, addr, holdID string) error
+	Release(ctx context.Context, eventID, holdID string) error
 }
 
 // addressReservation is a hold's place under its address's cap, taken
@@ -61,18 +61,19 @@ func (r *addressReservation) settle(h *Hold) {
 		_ = r.s.cfg.AddressCap.Extend(ctx, r.eventID, r.addr, r.holdID, r.units, h.ExpiresAt)
 		return
 	}
-	_ = r.s.cfg.AddressCap.Release(ctx, r.eventID, r.addr, r.holdID)
+	_ = r.s.cfg.AddressCap.Release(ctx, r.eventID, r.holdID)
 }
 
-// releaseAddress stops counting a cancelled hold (under the canceller's
-// address; a hold cancelled from elsewhere counts until it expires).
-func (s *Service) releaseAddress(ctx context.Context, eventID, holdID string) {
-	if s.cfg.AddressCap == nil || s.cfg.AddressLimit <= 0 || s.cfg.ClientAddr == nil {
+// ReleaseAddressCap stops counting a hold that ended (cancelled, bought,
+// or its event cancelled) against the cap of the address that made it; an
+// expired hold stops counting at its expiry by itself.
+func (s *Service) ReleaseAddressCap(ctx context.Context, eventID, holdID string) {
+	if s.cfg.AddressCap == nil || s.cfg.AddressLimit <= 0 {
 		return
 	}
-	if addr := s.cfg.ClientAddr(ctx); addr != "" {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RedisTimeout)
-		defer cancel()
-		_ = s.cfg.AddressCap.Release(rctx, eventID, addr, holdID)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RedisTimeout)
+	defer cancel()
+	if err := s.cfg.AddressCap.Release(rctx, eventID, holdID); err != nil {
+		s.cfg.Log.WarnContext(ctx, "hold cap per address: release failed; it counts until the hold's expiry", "hold", holdID, "err", err)
 	}
 }

@@ -177,6 +177,25 @@ FROM seats s WHERE i.event_id = $1 AND s.id = i.seat_id AND s.number IN (67, 134
 	})
 }
 
+// BenchmarkBestAvailableNeverFits: 100 adjacent seats asked of a
+// 20,000-seat section of 400 rows of 50: no row can ever hold them, refused
+// before the database's search (holds.Service.neverFits); without it the
+// search reads every row (go test -run '^$' -bench BestAvailableNeverFits
+// -benchtime 20x ./holds/).
+func BenchmarkBestAvailableNeverFits(b *testing.B) {
+	e := newEnv(b, false, holds.Config{})
+	ev := createEvent(b, e.pool, eventSpec{rows: 400, perRow: 50, maxPerUser: 1000})
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, err := e.svc.Create(ctx, user(i), holds.CreateRequest{EventID: ev.ID, IdempotencyKey: key(),
+			BestAvailable: &holds.BestAvailable{Quantity: 100, SectionID: ev.Seated, Adjacent: true}})
+		if !isUnavailable(err) {
+			b.Fatal(err)
+		}
+	}
+}
+
 // 40 buyers race for 6 adjacent seats each (and 20 for 6 anywhere) in a
 // 20,000-seat section: the non-adjacent ones all get a hold, an adjacent
 // one may be refused (every run it tried was taken meanwhile) and then

@@ -107,6 +107,7 @@ type Service struct {
 	latAt   time.Time // last update
 	shedN   uint64
 	terms   sync.Map // eventID -> leaseTerms
+	bounds  sync.Map // eventID/sectionID -> bestBounds
 }
 
 // leaseTerms are what a request needs to know of its event before taking
@@ -255,6 +256,9 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	if err := req.validate(); err != nil {
 		return Hold{}, false, err
 	}
+	if err := s.neverFits(ctx, req); err != nil {
+		return Hold{}, false, fmt.Errorf("create hold: %w", err)
+	}
 	hash := req.hash()
 	holdID := uuid.Must(uuid.NewV7()).String()
 	value := leaseValue(holdID, user.ID, s.cfg.Now())
@@ -354,6 +358,50 @@ func (s *Service) leaseTerms(ctx context.Context, eventID string) (leaseTerms, e
 	return t, nil
 }
 
+// bestBounds are an event's BestBounds, cached for a minute (a venue's
+// seats do not change).
+type bestBounds struct {
+	store.BestBounds
+	fetched time.Time
+}
+
+// neverFits refuses, before the database's search, a best-available pick
+// that no state of the inventory could satisfy: more adjacent seats than
+// the longest row has, more seats than the section(s) have. The refusal is
+// the one hold_create would give (refusal: SEAT_UNAVAILABLE naming the
+// section, BAD_USER_INPUT for a section not seated in the venue); an
+// unknown event is left to hold_create (NOT_FOUND). The database's search
+// reads every row to refuse it (0.1 s on 20,000 seats).
+func (s *Service) neverFits(ctx context.Context, req CreateRequest) error {
+	b := req.BestAvailable
+	if b == nil {
+		return nil
+	}
+	key := req.EventID + "/" + b.SectionID
+	e, ok := s.bounds.Load(key)
+	if !ok || time.Since(e.(bestBounds).fetched) > time.Minute {
+		got, err := s.st.BestAvailableBounds(ctx, req.EventID, b.SectionID)
+		if err != nil {
+			return err
+		}
+		e = bestBounds{got, time.Now()}
+		s.bounds.Store(key, e)
+	}
+	bb := e.(bestBounds)
+	limit := bb.Seats
+	if b.Adjacent {
+		limit = bb.LongestRow
+	}
+	if !bb.EventFound || b.Quantity <= limit {
+		return nil
+	}
+	var ids []string
+	if b.SectionID != "" {
+		ids = []string{b.SectionID}
+	}
+	return s.refusal(ctx, req, &store.HoldRefusedError{Reason: "best_unavailable", IDs: ids})
+}
+
 // holdDB runs the hold decision in Postgres (store.CreateHold, one round
 // trip). It returns the hold, the seat ids it holds (for leases) and whether
 // it is an idempotent replay of an earlier request.
@@ -395,26 +443,26 @@ func (s *Service) refusal(ctx context.Context, req CreateRequest, e *store.HoldR
 		return e.IDs[0]
 	}
 	switch e.Reason {
-	case "event_not_found":
+	case store.RefusalEventNotFound:
 		return fmt.Errorf("event: %w", apperr.ErrNotFound)
-	case "sale_not_open":
+	case store.RefusalSaleNotOpen:
 		return apperr.ErrSaleNotOpen
-	case "queue_admission_required":
+	case store.RefusalQueueAdmissionRequired:
 		return apperr.ErrQueueAdmissionRequired
-	case "hold_limit":
+	case store.RefusalHoldLimit:
 		return &apperr.HoldLimitError{Limit: e.Limit}
-	case "unknown_seats":
+	case store.RefusalUnknownSeats:
 		return apperr.Invalid("input.seatIds", "not seats of this event: %v", e.IDs)
-	case "seats_unavailable":
+	case store.RefusalSeatsUnavailable:
 		return &apperr.SeatUnavailableError{SeatIDs: e.IDs}
-	case "best_unavailable":
+	case store.RefusalBestUnavailable:
 		if first() == "" {
 			return &apperr.SeatUnavailableError{SeatIDs: []string{}}
 		}
 		return s.sectionUnavailable(ctx, req.EventID, first(), "SEATED", "input.bestAvailable.sectionId")
-	case "ga_unavailable":
+	case store.RefusalGAUnavailable:
 		return s.sectionUnavailable(ctx, req.EventID, first(), "GENERAL_ADMISSION", "input.generalAdmission.sectionId")
-	case "unpriced":
+	case store.RefusalUnpriced:
 		return fmt.Errorf("event %s: a held section has no price or prices mix currencies", req.EventID)
 	}
 	return e
@@ -548,7 +596,7 @@ func (s *Service) Cancel(ctx context.Context, user auth.User, holdID string) (Ho
 		return Hold{}, fmt.Errorf("cancel hold: %w", err)
 	}
 	s.releaseLeases(h.EventID, seatIDs(units), h.ID)
-	s.releaseAddress(ctx, h.EventID, h.ID)
+	s.ReleaseAddressCap(ctx, h.EventID, h.ID)
 	return h, nil
 }
 
@@ -582,7 +630,7 @@ func (s *Service) EndEventHolds(ctx context.Context, eventID string) (int, error
 		if ended {
 			n++
 			s.releaseLeases(eventID, seatIDs(units), id)
-			s.releaseAddress(ctx, eventID, id)
+			s.ReleaseAddressCap(ctx, eventID, id)
 		}
 	}
 	return n, nil

@@ -10,7 +10,7 @@ import "embed"
 //go:embed *.sql
 var FS embed.FS
 
-// Functions holds functions/*.sql: every SQL function (and the trigger that
+// Functions holds functions/*.sql: every SQL function and view (and the trigger that
 // calls it), one file each, written with CREATE OR REPLACE. store.Migrate
 // applies them, in name order, after the numbered migrations, so a function's
 // current body is its file and nothing else.

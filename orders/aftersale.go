@@ -27,9 +27,11 @@ const (
 	TicketVoid  = "VOID"
 )
 
-// HoldEnder ends the active holds of an event (holds.Service).
+// HoldEnder ends the active holds of an event, and stops counting a bought
+// hold against its client address's cap (holds.Service).
 type HoldEnder interface {
 	EndEventHolds(ctx context.Context, eventID string) (int, error)
+	ReleaseAddressCap(ctx context.Context, eventID, holdID string)
 }
 
 // RequestRefund refunds the caller's own CONFIRMED order before its event's
@@ -136,12 +138,16 @@ func (s *Service) refundOrder(ctx context.Context, tx *store.Store, o Order, why
 }
 
 // CancelEvent cancels an event (admin only): the sale closes (a new hold
-// is refused: SALE_NOT_OPEN), its active holds end, its orders awaiting
-// payment are CANCELLED with their open attempts voided, and every
-// CONFIRMED order is refunded (refundOrder). Each step is its own short
-// transaction; a repeat changes nothing that is done and finishes what is
-// not. Errors: apperr.ErrUnauthenticated, apperr.ErrForbidden,
-// apperr.ErrNotFound, apperr.InvalidInputError (empty reason).
+// is refused: SALE_NOT_OPEN), then sweepCancelled ends what the sale left
+// open. The transaction that cancels also schedules a CancelSweepArgs job
+// that sweeps again later, for what the first sweep cannot see: a hold
+// whose transaction began before the cancellation and commits after it
+// (the trigger on holds read the event before the cancellation), and a
+// queue join on an instance whose view of the event is still the old one.
+// Each step is its own short transaction; a repeat changes nothing that is
+// done and finishes what is not. Errors: apperr.ErrUnauthenticated,
+// apperr.ErrForbidden, apperr.ErrNotFound, apperr.InvalidInputError (empty
+// reason).
 func (s *Service) CancelEvent(ctx context.Context, user auth.User, eventID, reason string) error {
 	if user.ID == "" {
 		return apperr.ErrUnauthenticated
@@ -161,12 +167,23 @@ func (s *Service) CancelEvent(ctx context.Context, user auth.User, eventID, reas
 		} else if err != nil {
 			return err
 		}
-		_, _, err := tx.CancelEvent(ctx, eventID, reason)
-		return err
+		_, cancelled, err := tx.CancelEvent(ctx, eventID, reason)
+		if err != nil || !cancelled {
+			return err
+		}
+		return s.enqueueAt(ctx, tx, CancelSweepArgs{EventID: eventID, Reason: reason}, s.cfg.Now().Add(s.cfg.CancelSweepAfter))
 	})
 	if err != nil {
 		return fmt.Errorf("cancel event: %w", err)
 	}
+	return s.sweepCancelled(ctx, eventID, reason)
+}
+
+// sweepCancelled ends what a cancelled event's sale left open: its active
+// holds, its queue (joins refused, admissions gone, waiting clients told),
+// its orders awaiting payment (CANCELLED, open attempts voided), and its
+// CONFIRMED orders (refundOrder). Running it again changes nothing done.
+func (s *Service) sweepCancelled(ctx context.Context, eventID, reason string) error {
 	if s.cfg.Holds != nil {
 		if _, err := s.cfg.Holds.EndEventHolds(ctx, eventID); err != nil {
 			return fmt.Errorf("cancel event: %w", err)
@@ -195,6 +212,11 @@ func (s *Service) CancelEvent(ctx context.Context, user auth.User, eventID, reas
 		})
 		if err != nil {
 			return fmt.Errorf("cancel event: order %s: %w", id, err)
+		}
+	}
+	if s.cfg.Queue != nil {
+		if err := s.cfg.Queue.EndEvent(ctx, eventID); err != nil {
+			return fmt.Errorf("cancel event: %w", err)
 		}
 	}
 	return nil

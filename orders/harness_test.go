@@ -115,6 +115,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		Simulate:          o.simulate,
 		ReconcileAfter:    time.Second,
 		ReconcileInterval: 500 * time.Millisecond,
+		CancelSweepAfter:  50 * time.Millisecond,
 		Log:               slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)

@@ -71,6 +71,21 @@ func (ReconcileArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueName, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
 }
 
+// CancelSweepArgs sweeps a cancelled event again (sweepCancelled) once the
+// transactions in flight at its cancellation have ended.
+type CancelSweepArgs struct {
+	EventID string `json:"event_id"`
+	Reason  string `json:"reason"`
+}
+
+// Kind is the river job kind.
+func (CancelSweepArgs) Kind() string { return "orders.cancel_sweep" }
+
+// InsertOpts: one live sweep per event, retried like a refund.
+func (CancelSweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 1000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+}
+
 // backoff is min(2^attempt s, 5 min).
 func backoff(attempt int) time.Time {
 	d := time.Duration(1<<min(attempt, 9)) * time.Second
@@ -116,12 +131,33 @@ func (w *reconcileWorker) Work(ctx context.Context, _ *river.Job[ReconcileArgs])
 	return nil // the next periodic run tries again
 }
 
+type cancelSweepWorker struct {
+	river.WorkerDefaults[CancelSweepArgs]
+	s *Service
+}
+
+// Work waits until every transaction running now has ended (a hold that
+// read the event before its cancellation and has not committed is one of
+// them; one that has not read it yet will see the cancellation), then
+// sweeps.
+func (w *cancelSweepWorker) Work(ctx context.Context, j *river.Job[CancelSweepArgs]) error {
+	if err := w.s.st.AwaitTransactionsInFlight(ctx); err != nil {
+		return err
+	}
+	return w.s.sweepCancelled(ctx, j.Args.EventID, j.Args.Reason)
+}
+
+func (w *cancelSweepWorker) NextRetry(j *river.Job[CancelSweepArgs]) time.Time {
+	return backoff(j.Attempt)
+}
+
 func newRiverClient(st *store.Store, s *Service) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &refundWorker{s: s})
 	river.AddWorker(workers, &voidWorker{s: s})
 	river.AddWorker(workers, &reconcileWorker{s: s})
 	river.AddWorker(workers, &mismatchWorker{s: s})
+	river.AddWorker(workers, &cancelSweepWorker{s: s})
 	quiet := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{
 		Queues:            map[string]river.QueueConfig{QueueName: {MaxWorkers: 4}},
@@ -143,6 +179,21 @@ func (s *Service) enqueue(ctx context.Context, tx *store.Store, args river.JobAr
 		return errors.New("orders: enqueue outside a transaction")
 	}
 	_, err := s.river.InsertTx(ctx, ptx, args, nil)
+	return err
+}
+
+// enqueueAt inserts a job in the caller's transaction, to run at at.
+func (s *Service) enqueueAt(ctx context.Context, tx *store.Store, args interface {
+	river.JobArgs
+	river.JobArgsWithInsertOpts
+}, at time.Time) error {
+	ptx, ok := tx.Tx()
+	if !ok {
+		return errors.New("orders: enqueue outside a transaction")
+	}
+	opts := args.InsertOpts()
+	opts.ScheduledAt = at
+	_, err := s.river.InsertTx(ctx, ptx, args, &opts)
 	return err
 }
 

@@ -57,11 +57,12 @@ type (
 	Ticket  = store.Ticket
 )
 
-// AdmissionReleaser frees a virtual-queue admission slot once the buyer's
-// order is confirmed: the one the order's hold was made under, at heldAt
-// (queue.Service implements it).
-type AdmissionReleaser interface {
+// Queue is the virtual queue as the orders engine uses it (queue.Service
+// implements it): Release frees the admission slot a confirmed order's
+// hold was made under, at heldAt; EndEvent ends a cancelled event's queue.
+type Queue interface {
 	Release(ctx context.Context, eventID, userID string, heldAt time.Time) error
+	EndEvent(ctx context.Context, eventID string) error
 }
 
 // Config configures the service; zero values get the defaults noted.
@@ -75,10 +76,12 @@ type Config struct {
 	// TicketKeys sign ticket codes (TICKET_SIGNING_KEY) and verify them at
 	// checkIn.
 	TicketKeys *tickets.Keys
-	// Holds, if set, ends an event's active holds when it is cancelled.
+	// Holds, if set, ends an event's active holds when it is cancelled and
+	// frees a bought hold's place under HOLD_LIMIT_PER_ADDRESS.
 	Holds HoldEnder
-	// Queue, if set, releases the buyer's admission on confirmation.
-	Queue AdmissionReleaser
+	// Queue, if set, releases the buyer's admission on confirmation and
+	// ends a cancelled event's queue.
+	Queue Queue
 	// ProviderTimeout bounds one provider call (10s).
 	ProviderTimeout time.Duration
 	// ReconcileAfter: open attempts untouched this long are queried at the
@@ -86,6 +89,10 @@ type Config struct {
 	ReconcileAfter time.Duration
 	// ReconcileInterval between reconciliation runs (30s).
 	ReconcileInterval time.Duration
+	// CancelSweepAfter: cancelEvent sweeps the event again this long after
+	// the cancellation (10s: past the queue's 5 s view of an event), once
+	// the transactions in flight at the cancellation have ended.
+	CancelSweepAfter time.Duration
 	// ReconcileBatch is how many payments one reconciliation pass looks at
 	// (200), least recently looked at first.
 	ReconcileBatch int
@@ -94,6 +101,11 @@ type Config struct {
 	// FAILED payments this long after the failure (24h), first after
 	// ReconcileAfter, then at doubling intervals.
 	RecheckFailedFor time.Duration
+	// RecheckSucceededFor: the reconciler asks about SUCCEEDED payments
+	// this long after the success (7 days), at the same doubling
+	// intervals, so a refund or dispute the provider made whose
+	// notification was lost still refunds the order.
+	RecheckSucceededFor time.Duration
 	// Simulate is sent as the sandbox's per-payment fault injection with
 	// every create (tests and demos only).
 	Simulate map[string]any
@@ -130,8 +142,14 @@ func New(st *store.Store, cfg Config) (*Service, error) {
 	if cfg.ReconcileInterval <= 0 {
 		cfg.ReconcileInterval = 30 * time.Second
 	}
+	if cfg.CancelSweepAfter <= 0 {
+		cfg.CancelSweepAfter = 10 * time.Second
+	}
 	if cfg.ReconcileBatch <= 0 {
 		cfg.ReconcileBatch = 200
+	}
+	if cfg.RecheckSucceededFor <= 0 {
+		cfg.RecheckSucceededFor = 7 * 24 * time.Hour
 	}
 	if cfg.RecheckFailedFor <= 0 {
 		cfg.RecheckFailedFor = 24 * time.Hour

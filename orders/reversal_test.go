@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -122,4 +123,36 @@ ticketing_payments_reversed_by_provider{kind="refund"} 0
 	require.NoError(t, err)
 	require.Len(t, r.Anomalies, 1, "%+v", r.Anomalies)
 	require.Equal(t, "PARTIAL_REFUND", r.Anomalies[0].Kind)
+}
+
+// A refund made at paysim whose notification is lost (drop_webhooks): the
+// reconciler, asking again about recently SUCCEEDED payments, finds it and
+// refunds the order as the notification would have (ticket VOID, seat
+// AVAILABLE), counted as a provider refund. Without the recheck the order
+// stays CONFIRMED with no money behind it.
+func TestReconcilerFindsALostRefundNotification(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{simulate: map[string]any{"drop_webhooks": true}})
+	alice := user("alice")
+	_, o, p := e.checkout(alice, 0)
+	pay(t, *p.CheckoutURL, "succeed")
+	require.Eventually(t, func() bool {
+		_, err := e.svc.Reconcile(e.ctx)
+		return err == nil && e.storedOrderStatus(o.ID) == orders.OrderConfirmed
+	}, 30*time.Second, 200*time.Millisecond, "confirmed by the reconciler (its notification dropped)")
+
+	_, err := e.sb.Refund(e.ctx, *p.ProviderRef, "dashboard-lost-"+o.ID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := e.svc.Reconcile(e.ctx)
+		return err == nil && e.storedOrderStatus(o.ID) == orders.OrderRefunded
+	}, 30*time.Second, 200*time.Millisecond, "the lost refund found by the reconciler")
+	require.Equal(t, orders.PaymentRefunded, e.payments(o.ID)[0].Status)
+	require.Equal(t, []string{orders.TicketVoid}, e.ticketStatuses(o.ID))
+	require.Equal(t, "AVAILABLE", e.seatStatus(0))
+	e.reversalGauges(`ticketing_payments_reversed_by_provider{kind="dispute"} 0
+ticketing_payments_reversed_by_provider{kind="partial_refund"} 0
+ticketing_payments_reversed_by_provider{kind="refund"} 1
+`)
+	e.auditClean()
 }

@@ -385,6 +385,9 @@ func (s *Service) after(ctx context.Context, eff effects, err error) {
 		if o.ConfirmedAt != nil {
 			s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
 		}
+		if s.cfg.Holds != nil {
+			s.cfg.Holds.ReleaseAddressCap(ctx, o.EventID, o.HoldID)
+		}
 		if s.cfg.Queue != nil {
 			h, err := s.st.GetHold(context.WithoutCancel(ctx), o.HoldID)
 			if err == nil {
@@ -784,11 +787,11 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	if err != nil {
 		return actions, cmp.Or(firstErr, err)
 	}
-	failed, err := s.failedToRecheck(ctx)
+	settled, err := s.settledToRecheck(ctx)
 	if err != nil {
 		return actions, cmp.Or(firstErr, err)
 	}
-	for _, p := range append(ps, failed...) {
+	for _, p := range append(ps, settled...) {
 		var err error
 		action := "query_provider"
 		switch p.Status {
@@ -797,6 +800,9 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 			err = s.st.InTx(ctx, func(tx *store.Store) error { return s.enqueue(ctx, tx, RefundArgs{PaymentID: p.ID}) })
 		case PaymentFailed:
 			action = "recheck_failed"
+			err = s.resolve(ctx, p)
+		case PaymentSucceeded:
+			action = "recheck_succeeded"
 			err = s.resolve(ctx, p)
 		default:
 			err = s.resolve(ctx, p)
@@ -843,15 +849,21 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	return actions, firstErr
 }
 
-// failedToRecheck lists the FAILED payments to ask the provider about
-// again when its failed payments may still succeed (a Stripe buyer retrying
-// on the same PaymentIntent after a decline): within RecheckFailedFor of
-// the failure, at doubling intervals. A success found this way goes through
-// the state machine like its lost notification would have: the order is
-// confirmed if its hold still stands, else the charge is compensated.
-func (s *Service) failedToRecheck(ctx context.Context) ([]Payment, error) {
-	if !payments.FailedMaySucceed(s.cfg.Provider) {
-		return nil, nil
+// settledToRecheck lists the settled payments to ask the provider about
+// again, at doubling intervals: SUCCEEDED ones within RecheckSucceededFor
+// of the success (a refund or dispute made at the provider, its
+// notification lost: the order is refunded as the notification would
+// have), and, when the provider's failed payments may still succeed (a
+// Stripe buyer retrying on the same PaymentIntent after a decline), FAILED
+// ones within RecheckFailedFor of the failure (a success found goes
+// through the state machine like its lost notification would have: the
+// order is confirmed if its hold still stands, else the charge is
+// compensated).
+func (s *Service) settledToRecheck(ctx context.Context) ([]Payment, error) {
+	succeeded, err := s.st.PaymentsToRecheck(ctx, PaymentSucceeded, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckSucceededFor, s.cfg.ReconcileBatch)
+	if err != nil || !payments.FailedMaySucceed(s.cfg.Provider) {
+		return succeeded, err
 	}
-	return s.st.FailedPaymentsToRecheck(ctx, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckFailedFor, s.cfg.ReconcileBatch)
+	failed, err := s.st.PaymentsToRecheck(ctx, PaymentFailed, s.cfg.ProviderName, s.cfg.ReconcileAfter, s.cfg.RecheckFailedFor, s.cfg.ReconcileBatch)
+	return append(succeeded, failed...), err
 }

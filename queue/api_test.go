@@ -262,3 +262,78 @@ func (s *sseSub) next(t *testing.T) ticket {
 		return ticket{}
 	}
 }
+
+// ended waits for the stream to end.
+func (s *sseSub) ended(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		for s.sc.Scan() {
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stream did not end")
+	}
+}
+
+// cancelEvent ends the event's queue: a waiting and an admitted buyer are
+// told (a last EXPIRED on queueUpdates, then the stream ends), nobody has a
+// place or a permit any more (a hold with one given before is refused by
+// the trigger on holds: TestCancelEventEndsHoldsOrdersAndRefunds), a join
+// is refused with SALE_NOT_OPEN, and the change goes to the search
+// projection through the outbox (topic catalog).
+func TestCancelledEventEndsItsQueue(t *testing.T) {
+	a, event, _ := newAPI(t)
+	ctx := context.Background()
+	_, r := a.join("alice", event)
+	require.Empty(t, r.Errors)
+	got, err := a.app.Queue.AdmitEvent(ctx, event)
+	require.NoError(t, err)
+	require.Equal(t, []string{"alice"}, got)
+	adm := a.ticket("alice", event)
+	require.Equal(t, "ADMITTED", adm.Status)
+	a.join("bob", event)
+	admitted, waiting := a.subscribe("alice", event), a.subscribe("bob", event)
+	require.Equal(t, "ADMITTED", admitted.next(t).Status)
+	require.Equal(t, "WAITING", waiting.next(t).Status)
+
+	tok, err := auth.Mint(secret, issuer, audience, "root", []string{"admin"}, time.Hour)
+	require.NoError(t, err)
+	body, _ := json.Marshal(map[string]any{"query": `mutation($e: ID!) { cancelEvent(id: $e, reason: "storm") { cancelledAt saleStatus } }`,
+		"variables": map[string]any{"e": event}})
+	req, _ := http.NewRequest("POST", a.srv.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var out gqlResp
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	res.Body.Close()
+	require.Empty(t, out.Errors)
+	require.Equal(t, "ENDED", jsonField(t, out.Data["cancelEvent"], "saleStatus"))
+
+	for _, s := range []*sseSub{admitted, waiting} {
+		last := s.next(t)
+		require.Equal(t, "EXPIRED", last.Status)
+		require.Nil(t, last.AdmissionToken)
+		require.Nil(t, last.Position)
+		s.ended(t)
+	}
+	require.Nil(t, a.ticket("alice", event))
+	require.Nil(t, a.ticket("bob", event))
+	_, r = a.join("carol", event)
+	require.Equal(t, "SALE_NOT_OPEN", r.code())
+	var n int
+	require.NoError(t, a.app.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM outbox o JOIN events e ON e.id = o.event_id
+		WHERE o.event_id = $1 AND o.topic = 'catalog' AND (o.payload->>'version')::bigint = e.version`, event).Scan(&n))
+	require.Equal(t, 1, n, "the cancellation reaches the search projection through the outbox")
+}
+
+func jsonField(t *testing.T, raw json.RawMessage, k string) any {
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return m[k]
+}

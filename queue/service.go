@@ -223,7 +223,7 @@ func (s *Service) event(ctx context.Context, id string) (store.Event, error) {
 // ahead of everyone who comes later (first come, first served).
 //
 // Failures: BAD_USER_INPUT for an event without a queue, NOT_FOUND,
-// SALE_NOT_OPEN after the sale ended, *apperr.RateLimitedError when the
+// SALE_NOT_OPEN after the sale ended or once the event is cancelled, *apperr.RateLimitedError when the
 // user or the client address joins too often, and
 // apperr.ErrServiceUnavailable (within Config.OpTimeout) when Redis does
 // not answer: no one is admitted while the queue is unavailable.
@@ -239,7 +239,7 @@ func (s *Service) Join(ctx context.Context, eventID, userID, clientAddr string) 
 		return Ticket{}, apperr.Invalid("eventId", "this event has no virtual queue; hold seats directly")
 	}
 	now := s.now()
-	if ev.SaleEndsAt != nil && !now.Before(*ev.SaleEndsAt) {
+	if ended(ev, now) {
 		return Ticket{}, fmt.Errorf("queue join: %w", apperr.ErrSaleNotOpen)
 	}
 	octx, cancel := s.turn(ctx)
@@ -269,6 +269,37 @@ func (s *Service) Join(ctx context.Context, eventID, userID, clientAddr string) 
 	return *t, nil
 }
 
+// ended: the sale is over (past saleEndsAt, or the event cancelled), the
+// rule of store.SaleStatus.
+func ended(ev store.Event, now time.Time) bool {
+	return store.SaleStatus(now, ev.SaleStartsAt, ev.SaleEndsAt, ev.CancelledAt, 0, 0) == store.SaleEnded
+}
+
+// EndEvent ends a cancelled event's queue (orders' cancelEvent calls it):
+// its places and admissions are deleted, so nobody more is admitted and an
+// admission token given is good for nothing (holds of a cancelled event
+// are refused anyway); this instance forgets its view of the event (joins
+// are refused at once here, within eventCacheTTL elsewhere); and every
+// queueUpdates stream, on any instance, is woken and sends a last EXPIRED
+// ticket before it ends.
+func (s *Service) EndEvent(ctx context.Context, eventID string) error {
+	s.forget(eventID)
+	octx, cancel := s.op(ctx)
+	defer cancel()
+	if err := s.store.End(octx, eventID); err != nil {
+		return unavailable("end", err)
+	}
+	s.changed(octx, eventID)
+	return nil
+}
+
+// forget drops the cached view of an event.
+func (s *Service) forget(eventID string) {
+	s.cacheMu.Lock()
+	delete(s.cache, eventID)
+	s.cacheMu.Unlock()
+}
+
 // Ticket returns the user's place in the event's queue, or nil when the user
 // is not in it (or the event has no queue). ErrServiceUnavailable when Redis
 // does not answer.
@@ -289,15 +320,15 @@ func (s *Service) Ticket(ctx context.Context, eventID, userID string) (*Ticket, 
 
 func (s *Service) ticket(ev store.Event, userID string, p redisstore.Place, now time.Time) *Ticket {
 	t := &Ticket{EventID: ev.ID}
-	switch p.State {
-	case redisstore.QueueNone:
+	switch {
+	case p.State == redisstore.QueueNone:
 		return nil
-	case redisstore.QueueExpired:
+	case p.State == redisstore.QueueExpired || ev.CancelledAt != nil:
 		t.Status = Expired
-	case redisstore.QueueAdmitted:
+	case p.State == redisstore.QueueAdmitted:
 		t.Status = Admitted
 		t.Token, t.ExpiresAt = s.mint(userID, ev.ID, p.ExpiresAt)
-	case redisstore.QueueWaiting:
+	case p.State == redisstore.QueueWaiting:
 		t.Status = Waiting
 		t.Position = int(p.Position)
 		t.EstimatedWait = s.estimate(ev, p, now)
@@ -439,7 +470,8 @@ const updateGap = time.Second
 // ticket the join gave; it ends if no join comes within Config.JoinWait.
 // The channel is closed when ctx ends or when the user is no longer in the
 // queue (left, released, or lost with a Redis restart: the client
-// rejoins). While Redis is down the stream stays open and silent.
+// rejoins); when the event was cancelled, after a last EXPIRED ticket.
+// While Redis is down the stream stays open and silent.
 // NOT_FOUND for an event without a queue.
 func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan Ticket, error) {
 	ev, err := s.event(ctx, eventID)
@@ -493,7 +525,14 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 			if err != nil {
 				continue
 			}
-			if t == nil {
+			if t == nil { // left, released, lost, or ended with its event (EndEvent)
+				s.forget(eventID)
+				if ev, err := s.event(ctx, eventID); err == nil && ev.CancelledAt != nil {
+					select {
+					case ch <- Ticket{EventID: eventID, Status: Expired}:
+					case <-ctx.Done():
+					}
+				}
 				return
 			}
 			if periodic || t.Status != last.Status || t.Position != last.Position || t.Token != last.Token {

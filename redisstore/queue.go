@@ -534,6 +534,15 @@ func (s *QueueStore) Leave(ctx context.Context, eventID, userID string) (bool, e
 	return n > 0, nil
 }
 
+// End deletes the event's queue (places, admissions, expiries, meta): the
+// next admission pass finds nothing and takes the event off the work list.
+func (s *QueueStore) End(ctx context.Context, eventID string) error {
+	if err := s.rdb.Del(ctx, s.eventKeys(eventID)...).Err(); err != nil {
+		return fmt.Errorf("queue end: %w", err)
+	}
+	return nil
+}
+
 // Active counts the event's admitted users whose admission has not expired.
 func (s *QueueStore) Active(ctx context.Context, eventID string, now time.Time) (int64, error) {
 	return s.rdb.ZCount(ctx, s.key(eventID, "adm"), "("+strconv.FormatInt(ms(now), 10), "+inf").Result()

@@ -25,14 +25,16 @@ func NewRateLimiter(rdb redis.UniversalClient, prefix string) *RateLimiter {
 }
 
 // gcraScript: KEYS[1] the subject's key; ARGV: now (ms), emission interval
-// (ms per request), burst. Returns 0 when allowed, else the wait in ms.
+// (ms per unit), burst, units spent. Returns 0 when allowed, else the wait
+// in ms.
 var gcraScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local t = tonumber(ARGV[2])
 local burst = tonumber(ARGV[3])
+local n = tonumber(ARGV[4])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
-local new = tat + t
+local new = tat + t * n
 local allow = new - burst * t
 if allow > now then
   return math.ceil(allow - now)
@@ -44,13 +46,21 @@ return 0
 // Allow spends one request of key under lim; it returns 0 when allowed, or
 // how long to wait. A zero Rate allows everything.
 func (l *RateLimiter) Allow(ctx context.Context, key string, lim Limit, now time.Time) (time.Duration, error) {
+	return l.AllowN(ctx, key, lim, 1, now)
+}
+
+// AllowN spends n units (bytes, say) of key under lim, Rate units a second
+// up to Burst; n above Burst spends Burst (a request larger than the burst
+// passes when the budget is full).
+func (l *RateLimiter) AllowN(ctx context.Context, key string, lim Limit, n int64, now time.Time) (time.Duration, error) {
 	if lim.Rate <= 0 {
 		return 0, nil
 	}
 	interval := 1000 / lim.Rate
 	burst := max(lim.Burst, 1)
+	n = max(min(n, int64(burst)), 0)
 	wait, err := gcraScript.Run(ctx, l.rdb, []string{l.prefix + sanitizeKey(key)},
-		now.UnixMilli(), strconv.FormatFloat(interval, 'f', 3, 64), burst).Int64()
+		now.UnixMilli(), strconv.FormatFloat(interval, 'g', -1, 64), burst, n).Int64()
 	if err != nil {
 		return 0, err
 	}

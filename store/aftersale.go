@@ -130,3 +130,27 @@ func (s *Store) AdmitTicket(ctx context.Context, id, eventID string) (bool, erro
 WHERE id = $1 AND event_id = $2 AND status = 'VALID'`, id, eventID)
 	return tag.RowsAffected() == 1, wrap("admit ticket", err)
 }
+
+// AwaitTransactionsInFlight waits until every transaction running when it
+// is called (those in the xip list of a snapshot taken now) has committed
+// or aborted, polling every 20 ms, or until ctx ends. A transaction that
+// has not got an id yet will take its snapshots after this call.
+func (s *Store) AwaitTransactionsInFlight(ctx context.Context) error {
+	var snap string
+	if err := s.db.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap); err != nil {
+		return wrap("snapshot", err)
+	}
+	for {
+		var done bool
+		err := s.db.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_snapshot_xip($1::pg_snapshot) x
+WHERE pg_xact_status(x) = 'in progress')`, snap).Scan(&done)
+		if err != nil || done {
+			return wrap("transactions in flight", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -32,7 +32,7 @@ type AuditUnit struct {
 const sqlAuditUnits = `
 SELECT i.id, i.section_id::text, sec.name, i.seat_id::text,
        CASE WHEN s.id IS NULL THEN NULL ELSE s.row_label || '-' || s.number END, i.unit_no,
-       CASE WHEN i.status = 'HELD' AND i.expires_at <= now() THEN 'AVAILABLE' ELSE i.status END,
+       inventory_status(i.status, i.expires_at),
        i.hold_id::text, i.owner, i.expires_at, o.id::text, o.status,
        (SELECT p.id::text FROM payments p WHERE p.order_id = o.id AND p.status IN ('SUCCEEDED', 'REFUND_PENDING', 'REFUNDED')
         ORDER BY (p.status = 'SUCCEEDED') DESC, p.attempt LIMIT 1),
@@ -186,12 +186,12 @@ SELECT 'hold ' || h.id || ' is ACTIVE until ' || h.expires_at || ' but inventory
        coalesce(' by hold ' || i.hold_id::text, '')
 FROM holds h JOIN hold_items hi ON hi.hold_id = h.id
 JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
-WHERE h.event_id = $1 AND $2::float8 >= 0 AND h.status = 'ACTIVE' AND h.expires_at > now()
+WHERE h.event_id = $1 AND $2::float8 >= 0 AND hold_status(h.status, h.expires_at) = 'ACTIVE'
   AND NOT (i.status = 'HELD' AND i.hold_id = h.id)`},
 	{"CAPACITY_MISMATCH", `
-SELECT 'section ' || sec.name || ' (' || sec.id || '): held ' || count(i.id) FILTER (WHERE i.status = 'HELD' AND i.expires_at > now()) ||
+SELECT 'section ' || sec.name || ' (' || sec.id || '): held ' || count(i.id) FILTER (WHERE inventory_status(i.status, i.expires_at) = 'HELD') ||
        ' + sold ' || count(i.id) FILTER (WHERE i.status = 'SOLD') ||
-       ' + available ' || count(i.id) FILTER (WHERE i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now())) ||
+       ' + available ' || count(i.id) FILTER (WHERE inventory_holdable(i.status, i.expires_at)) ||
        ' <> capacity ' || sec.capacity
 FROM events e JOIN sections sec ON sec.venue_id = e.venue_id
 LEFT JOIN inventory i ON i.event_id = e.id AND i.section_id = sec.id

@@ -184,23 +184,23 @@ FROM events e JOIN sections s ON s.venue_id = e.venue_id, generate_series(1, s.c
 WHERE e.id = ANY($1::uuid[]) AND s.kind = 'GENERAL_ADMISSION'
 ORDER BY e.id, s.position, g.n`
 
-	// A HELD row whose expires_at has passed is available (database clock).
+	// A HELD row whose expires_at has passed is available (database clock):
+	// inventory_holdable and inventory_status, migrations/functions.
 	sqlInventoryAvailability = `SELECT event_id,
-	count(*) FILTER (WHERE status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()))::int AS available,
-	count(*) FILTER (WHERE status = 'HELD' AND expires_at > now())::int AS held,
+	count(*) FILTER (WHERE inventory_holdable(status, expires_at))::int AS available,
+	count(*) FILTER (WHERE inventory_status(status, expires_at) = 'HELD')::int AS held,
 	count(*) FILTER (WHERE status = 'SOLD')::int AS sold,
 	count(*)::int AS capacity
 FROM inventory WHERE event_id = ANY($1::uuid[]) GROUP BY event_id`
 	sqlInventorySeatStates = `SELECT seat_id, section_id,
-	CASE WHEN status = 'HELD' AND expires_at <= now() THEN 'AVAILABLE' ELSE status END AS status,
+	inventory_status(status, expires_at) AS status,
 	version
 FROM inventory WHERE event_id = $1 AND seat_id IS NOT NULL ORDER BY id`
-	sqlInventoryGAStates = `SELECT i.section_id,
-	count(*) FILTER (WHERE i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))::int AS available,
-	max(i.version) AS version
-FROM inventory i JOIN sections s ON s.id = i.section_id
-WHERE i.event_id = $1 AND i.unit_no IS NOT NULL
-GROUP BY i.section_id, s.position ORDER BY s.position`
+	// The live seat map's count (ga_availability), in section order.
+	sqlInventoryGAStates = `SELECT g.section_id, g.available, g.version
+FROM ga_availability g JOIN sections s ON s.id = g.section_id
+WHERE g.event_id = $1
+ORDER BY s.position`
 
 	sqlCatalogOutboxInsert = `INSERT INTO outbox (event_id, topic, payload)
 SELECT t.event_id, 'catalog', jsonb_build_object('eventId', t.event_id, 'version', t.version)

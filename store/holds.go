@@ -13,7 +13,7 @@ import (
 
 // The SQL of seat holds. Every availability decision is one conditional
 // UPDATE of inventory rows judged by the database clock: a row is holdable
-// when AVAILABLE or when HELD with expires_at <= now().
+// when inventory_holdable (migrations/functions/inventory_holdable.sql).
 
 // HoldEvent is what a hold needs to know about its event. SaleOpen and
 // ExpiresAt are decided by the database clock of the current transaction.
@@ -105,19 +105,37 @@ type CreateHoldResult struct {
 	SeatIDs []string
 }
 
+// Refusal is why the database refused a hold: the MESSAGE of hold_create's
+// (and its trigger's) RAISE ... ERRCODE 'TKH00' (migrations/functions;
+// TestRefusalsAreTheSQLs checks the two lists agree).
+type Refusal string
+
+// The refusals, in hold_create's order.
+const (
+	RefusalEventNotFound          Refusal = "event_not_found"
+	RefusalSaleNotOpen            Refusal = "sale_not_open"
+	RefusalQueueAdmissionRequired Refusal = "queue_admission_required"
+	RefusalHoldLimit              Refusal = "hold_limit"        // Limit set
+	RefusalUnknownSeats           Refusal = "unknown_seats"     // IDs: the seats
+	RefusalSeatsUnavailable       Refusal = "seats_unavailable" // IDs: the seats, in request order
+	RefusalBestUnavailable        Refusal = "best_unavailable"  // IDs: the section asked for, if any
+	RefusalGAUnavailable          Refusal = "ga_unavailable"    // IDs: the section
+	RefusalUnpriced               Refusal = "unpriced"
+)
+
+// Refusals lists every Refusal.
+var Refusals = []Refusal{RefusalEventNotFound, RefusalSaleNotOpen, RefusalQueueAdmissionRequired,
+	RefusalHoldLimit, RefusalUnknownSeats, RefusalSeatsUnavailable, RefusalBestUnavailable,
+	RefusalGAUnavailable, RefusalUnpriced}
+
 // HoldRefusedError is a hold the database refused; nothing was written.
-// Reason is one of event_not_found, sale_not_open,
-// queue_admission_required, hold_limit (Limit set), unknown_seats and
-// seats_unavailable (IDs: the seats, in request order), best_unavailable
-// (IDs: the section asked for, if any), ga_unavailable (IDs: the section),
-// unpriced.
 type HoldRefusedError struct {
-	Reason string
+	Reason Refusal
 	IDs    []string
 	Limit  int
 }
 
-func (e *HoldRefusedError) Error() string { return "hold refused: " + e.Reason }
+func (e *HoldRefusedError) Error() string { return "hold refused: " + string(e.Reason) }
 
 // sqlCreateHold calls hold_create: the whole hold transaction (idempotency
 // claim, per-(user, event) lock, sale and limit checks, seat locks in id
@@ -163,8 +181,8 @@ func (s *Store) CreateHold(ctx context.Context, a CreateHoldArgs) (CreateHoldRes
 		err = call()
 	}
 	if errors.As(err, &pgErr) && pgErr.Code == "TKH00" {
-		e := &HoldRefusedError{Reason: pgErr.Message, IDs: []string{}}
-		if e.Reason == "hold_limit" {
+		e := &HoldRefusedError{Reason: Refusal(pgErr.Message), IDs: []string{}}
+		if e.Reason == RefusalHoldLimit {
 			e.Limit, _ = strconv.Atoi(pgErr.Detail)
 		} else if pgErr.Detail != "" {
 			e.IDs = strings.Split(pgErr.Detail, ",")
@@ -204,6 +222,35 @@ func (s *Store) SectionKind(ctx context.Context, eventID, sectionID string) (str
 	return kind, wrap("section kind", err)
 }
 
+// sqlBestBounds: the seats of the event's venue that a best-available
+// pick of $2's section (or of any section) could take: the most in one row
+// (a run of adjacent seats is never longer) and in all;
+// EventFound false when there is no such event.
+const sqlBestBounds = `
+SELECT (SELECT count(*) FROM events WHERE id = $1) > 0, coalesce(max(n), 0)::int, coalesce(sum(n), 0)::int
+FROM (SELECT count(*) AS n
+      FROM events e JOIN sections sc ON sc.venue_id = e.venue_id JOIN seats s ON s.section_id = sc.id
+      WHERE e.id = $1 AND ($2::uuid IS NULL OR sc.id = $2::uuid)
+      GROUP BY s.section_id, s.row_index, s.row_label) r`
+
+// BestBounds are the upper bounds of a best-available pick (sqlBestBounds).
+type BestBounds struct {
+	EventFound        bool
+	LongestRow, Seats int
+}
+
+// BestAvailableBounds reads BestBounds of an event (sectionID "" for every
+// section of its venue).
+func (s *Store) BestAvailableBounds(ctx context.Context, eventID, sectionID string) (BestBounds, error) {
+	var b BestBounds
+	var sec *string
+	if sectionID != "" {
+		sec = &sectionID
+	}
+	err := s.db.QueryRow(ctx, sqlBestBounds, eventID, sec).Scan(&b.EventFound, &b.LongestRow, &b.Seats)
+	return b, wrap("best available bounds", err)
+}
+
 func (s *Store) units(ctx context.Context, op, sql string, args ...any) ([]InventoryUnit, error) {
 	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
@@ -220,7 +267,7 @@ func scanUnit(r pgx.CollectableRow) (InventoryUnit, error) {
 }
 
 const holdColumns = `id::text, event_id::text, owner,
-       CASE WHEN status = 'ACTIVE' AND expires_at <= now() THEN 'EXPIRED' ELSE status END,
+       hold_status(status, expires_at),
        expires_at, created_at, total_amount, currency`
 
 const sqlGetHold = `SELECT ` + holdColumns + ` FROM holds WHERE id = $1`
@@ -319,6 +366,8 @@ func (s *Store) EndHold(ctx context.Context, holdID, status string, outbox []byt
 	return wrap("end hold", err)
 }
 
+// hold_status's rule written out (ACTIVE and past expires_at), so that
+// holds_active_expiry serves the sweep.
 const sqlLockExpiredHolds = `
 SELECT id::text, event_id::text FROM holds
 WHERE status = 'ACTIVE' AND expires_at <= now()

@@ -41,7 +41,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, numbered
 }
 
 // FunctionFiles lists migrations/functions/*.sql in the order they are
-// applied (by name).
+// applied: by name, so a file whose view or SQL function uses another
+// file's function must sort after it (inventory_views.sql after
+// inventory_holdable.sql).
 func FunctionFiles() ([]string, error) {
 	return fs.Glob(migrations.Functions, "functions/*.sql")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"regexp"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -15,12 +16,16 @@ import (
 	"github.com/ticketing/ticketing/store"
 )
 
-// fnDef finds each function of a functions/*.sql file and its body.
-var fnDef = regexp.MustCompile(`(?s)CREATE OR REPLACE FUNCTION (\w+)\(.*?\$\$(.*?)\$\$`)
+// fnDef finds each function of a functions/*.sql file and its body; viewDef
+// each view.
+var (
+	fnDef   = regexp.MustCompile(`(?s)CREATE OR REPLACE FUNCTION (\w+)\(.*?\$\$(.*?)\$\$`)
+	viewDef = regexp.MustCompile(`CREATE OR REPLACE VIEW (\w+)`)
+)
 
 // requireFunctionsAreFiles checks that every function in the database is
-// one of migrations/functions/*.sql with the file's body, and that every
-// file's function is there.
+// one of migrations/functions/*.sql with the file's body, that every file's
+// function is there, and that every file's view exists.
 func requireFunctionsAreFiles(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
@@ -32,7 +37,13 @@ func requireFunctionsAreFiles(t *testing.T, pool *pgxpool.Pool) {
 		b, err := fs.ReadFile(migrations.Functions, n)
 		require.NoError(t, err)
 		defs := fnDef.FindAllStringSubmatch(string(b), -1)
-		require.NotEmpty(t, defs, "%s defines no function", n)
+		views := viewDef.FindAllStringSubmatch(string(b), -1)
+		require.NotEmpty(t, append(defs, views...), "%s defines no function or view", n)
+		for _, v := range views {
+			var exists bool
+			require.NoError(t, pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, v[1]).Scan(&exists))
+			require.True(t, exists, "%s: view %s missing", n, v[1])
+		}
 		for _, d := range defs {
 			require.NotContains(t, want, d[1], "%s: function defined twice", n)
 			want[d[1]] = d[2]
@@ -96,4 +107,28 @@ func TestMigrateDevDatabaseAndLaterFiles(t *testing.T) {
 	require.True(t, probe, "a numbered migration after the baseline was not applied")
 	// Run again: nothing left to do.
 	require.NoError(t, store.MigrateWith(ctx, pool, nil, numbered))
+}
+
+// TestRefusalsAreTheSQLs: the reasons hold_create and its trigger raise
+// (ERRCODE 'TKH00', the reason as MESSAGE) are exactly store.Refusals.
+func TestRefusalsAreTheSQLs(t *testing.T) {
+	t.Parallel()
+	raise := regexp.MustCompile(`ERRCODE = 'TKH00', MESSAGE = '(\w+)'`)
+	names, err := store.FunctionFiles()
+	require.NoError(t, err)
+	inSQL := map[store.Refusal]bool{}
+	for _, n := range names {
+		b, err := fs.ReadFile(migrations.Functions, n)
+		require.NoError(t, err)
+		require.Equal(t, strings.Count(string(b), "'TKH00'"), len(raise.FindAllString(string(b), -1)),
+			"%s: a TKH00 RAISE not written as ERRCODE = 'TKH00', MESSAGE = '...'", n)
+		for _, m := range raise.FindAllStringSubmatch(string(b), -1) {
+			inSQL[store.Refusal(m[1])] = true
+		}
+	}
+	inGo := map[store.Refusal]bool{}
+	for _, r := range store.Refusals {
+		inGo[r] = true
+	}
+	require.Equal(t, inGo, inSQL)
 }

@@ -128,7 +128,7 @@ func (s *Store) TouchOrder(ctx context.Context, id string) error {
 const sqlExpirableOrders = `
 SELECT o.id::text FROM orders o JOIN holds h ON h.id = o.hold_id
 WHERE o.status IN ('AWAITING_PAYMENT', 'PAYMENT_FAILED')
-  AND (h.status <> 'ACTIVE' OR h.expires_at <= now())
+  AND hold_status(h.status, h.expires_at) <> 'ACTIVE'
 ORDER BY o.created_at
 LIMIT $1`
 
@@ -155,7 +155,7 @@ UPDATE inventory i
 SET status = 'SOLD', order_id = $3, version = nextval('inventory_version_seq'), updated_at = now()
 FROM hold_items hi
 WHERE hi.hold_id = $2 AND hi.event_id = $1 AND i.event_id = $1 AND i.id = hi.inventory_id
-  AND i.hold_id = $2 AND i.status = 'HELD' AND i.expires_at > now()
+  AND i.hold_id = $2 AND inventory_status(i.status, i.expires_at) = 'HELD'
 RETURNING i.id, i.section_id::text, i.seat_id::text, i.version, i.unit_no`
 
 const sqlLockHoldRows = `

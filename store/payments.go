@@ -199,17 +199,19 @@ WHERE status IN ('PENDING', 'UNKNOWN', 'REFUND_PENDING')
 ORDER BY greatest(checked_at, updated_at) LIMIT $2`, olderThan.Seconds(), limit, keyWindow.Seconds())
 }
 
-// FailedPaymentsToRecheck lists FAILED payments of provider that failed
-// within the last `within` and are due for another question to the
-// provider: first `after` the failure, then each time after waiting as
-// long as the payment had been failed at the previous check (so about
-// log2(within/after) checks in all), least recently looked at first.
-func (s *Store) FailedPaymentsToRecheck(ctx context.Context, provider string, after, within time.Duration, limit int) ([]Payment, error) {
-	return s.payments(ctx, "failed payments to recheck", `SELECT `+paymentColumns+` FROM payments
-WHERE status = 'FAILED' AND provider = $1 AND provider_ref IS NOT NULL
+// PaymentsToRecheck lists payments of provider in status (FAILED: it may
+// still succeed, Stripe; SUCCEEDED: a refund or dispute may follow, its
+// notification lost) that reached it within the last `within` and are due
+// for another question to the provider: first `after` reaching it, then
+// each time after waiting as long as the payment had been in it at the
+// previous check (so about log2(within/after) checks in all), least
+// recently looked at first.
+func (s *Store) PaymentsToRecheck(ctx context.Context, status, provider string, after, within time.Duration, limit int) ([]Payment, error) {
+	return s.payments(ctx, "payments to recheck", `SELECT `+paymentColumns+` FROM payments
+WHERE status = $5 AND provider = $1 AND provider_ref IS NOT NULL
   AND updated_at > now() - $3 * interval '1 second'
   AND greatest(checked_at, updated_at) < now() - greatest($2 * interval '1 second', greatest(checked_at, updated_at) - updated_at)
-ORDER BY greatest(checked_at, updated_at) LIMIT $4`, provider, after.Seconds(), within.Seconds(), limit)
+ORDER BY greatest(checked_at, updated_at) LIMIT $4`, provider, after.Seconds(), within.Seconds(), limit, status)
 }
 
 // PaymentsToVoid lists attempts that must be voided at the provider but are

@@ -52,7 +52,7 @@ JOIN venues v ON v.id = e.venue_id
 LEFT JOIN LATERAL (SELECT min(amount) AS min_price, max(amount) AS max_price, min(currency) AS currency
 	FROM event_prices WHERE event_id = e.id) p ON true
 LEFT JOIN LATERAL (SELECT
-	count(*) FILTER (WHERE status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()))::int AS available,
+	count(*) FILTER (WHERE inventory_holdable(status, expires_at))::int AS available,
 	count(*)::int AS capacity
 	FROM inventory WHERE event_id = e.id) i ON true`
 

@@ -16,7 +16,8 @@ type SeatMapSeat struct {
 }
 
 // SeatMapGA is the state of one general-admission section of an event:
-// units available now, and the highest unit version (which only grows).
+// units available now, and the sum of its units' versions (which grows
+// with every visible commit; ga_availability).
 type SeatMapGA struct {
 	SectionID string `db:"section_id"`
 	Available int    `db:"available"`
@@ -26,26 +27,18 @@ type SeatMapGA struct {
 const (
 	sqlSeatMapSeats = `
 SELECT seat_id::text AS seat_id, section_id::text AS section_id,
-       CASE WHEN status = 'HELD' AND expires_at <= now() THEN 'AVAILABLE' ELSE status END AS status,
+       inventory_status(status, expires_at) AS status,
        version
 FROM inventory
 WHERE event_id = $1 AND seat_id IS NOT NULL
 ORDER BY id`
 
-	// $2 NULL means every GA section of the event. The count's version is
-	// the sum of its units' versions: a unit's version only grows, and
-	// grows with each committed change, so the sum grows with every commit
-	// that is visible, whatever order the changes took their versions in.
-	// (max(version) did not: a hold that took a lower version but committed
-	// after another labelled its new count with the same max, and every
-	// consumer dropped it as not newer.)
+	// $2 NULL means every GA section of the event. The count and its
+	// version are ga_availability's (migrations/functions).
 	sqlSeatMapGA = `
-SELECT section_id::text AS section_id,
-       (count(*) FILTER (WHERE status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now())))::int AS available,
-       sum(version)::bigint AS version
-FROM inventory
-WHERE event_id = $1 AND unit_no IS NOT NULL AND ($2::uuid[] IS NULL OR section_id = ANY($2::uuid[]))
-GROUP BY section_id
+SELECT section_id::text AS section_id, available, version
+FROM ga_availability
+WHERE event_id = $1 AND ($2::uuid[] IS NULL OR section_id = ANY($2::uuid[]))
 ORDER BY section_id`
 
 	sqlSeatMapEventExists = `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1)`

@@ -18,9 +18,11 @@
 --      ga_unavailable (DETAIL: the section id);
 --   7. the hold, its items (prices captured) and the outbox message:
 --      unpriced.
--- A HELD row past its expires_at is holdable, judged by now().
+-- "Holdable" is inventory_holdable (inventory_holdable.sql), judged by now().
 --
--- A refusal raises SQLSTATE TKH00 with the reason as the message and the ids concerned (or the limit) in DETAIL, so
+-- A refusal raises SQLSTATE TKH00 with the reason as the message (named in
+-- Go as store.Refusal*; store's TestRefusalsAreTheSQLs checks the lists
+-- agree) and the ids concerned (or the limit) in DETAIL, so
 -- everything the call wrote, including the idempotency key, is rolled back.
 -- An idempotent replay returns outcome 'replay' (or 'reused' when the
 -- arguments differ) and the first hold's id, without writing.
@@ -89,7 +91,7 @@ BEGIN
             JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
             WHERE h.owner = p_owner AND h.event_id = p_event
               AND i.hold_id = h.id AND i.owner = p_owner
-              AND (i.status = 'SOLD' OR (i.status = 'HELD' AND i.expires_at > now()))) AS taken
+              AND NOT inventory_holdable(i.status, i.expires_at)) AS taken
     INTO ev
     FROM (SELECT) one
     LEFT JOIN holds prev ON prev.owner = p_owner AND prev.idempotency_key = p_key
@@ -143,7 +145,7 @@ BEGIN
             SET status = 'HELD', hold_id = p_hold, owner = p_owner, expires_at = ev.expires_at,
                 version = nextval('inventory_version_seq'), updated_at = now()
             WHERE event_id = p_event AND id = v_id
-              AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()));
+              AND inventory_holdable(status, expires_at);
             IF NOT FOUND THEN
                 -- Every requested seat not holdable now (this one included,
                 -- whatever it reads after the wait), ours excepted.
@@ -153,7 +155,7 @@ BEGIN
                         JOIN inventory i ON i.event_id = p_event AND i.seat_id = s
                         WHERE i.id = v_id
                            OR (i.hold_id IS DISTINCT FROM p_hold
-                               AND NOT (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now())))
+                               AND NOT inventory_holdable(i.status, i.expires_at))
                         ORDER BY n), ',');
             END IF;
         END LOOP;
@@ -193,7 +195,7 @@ BEGIN
                                             WHERE event_id = p_event AND seat_id = s.id OFFSET 0) i
                         WHERE s.section_id = ANY (v_secs) AND s.row_index = v_row
                           AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                          AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
+                          AND inventory_holdable(i.status, i.expires_at)
                           AND NOT (i.id = ANY (v_excl))
                     ), centre AS ( -- each row's centre, all its seats (free or not) counted
                         SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
@@ -221,7 +223,7 @@ BEGIN
                 SELECT coalesce(array_agg(l.id), '{}') INTO v_got
                 FROM (SELECT id FROM inventory
                       WHERE event_id = p_event AND id = ANY (v_run)
-                        AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()))
+                        AND inventory_holdable(status, expires_at)
                       ORDER BY id FOR UPDATE SKIP LOCKED) l;
                 IF cardinality(v_got) = cardinality(v_run) THEN
                     v_best := v_run;
@@ -246,7 +248,7 @@ BEGIN
                       ON c.section_id = s.section_id AND c.row_index = s.row_index AND c.row_label = s.row_label
                     WHERE s.section_id = ANY (v_secs) AND s.row_index = v_row
                       AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                      AND (i.status = 'AVAILABLE' OR (i.status = 'HELD' AND i.expires_at <= now()))
+                      AND inventory_holdable(i.status, i.expires_at)
                     ORDER BY abs(s.number - c.center), i.id
                     LIMIT p_best_qty - cardinality(v_best)
                     FOR UPDATE OF i SKIP LOCKED) b;
@@ -262,7 +264,7 @@ BEGIN
             SET status = 'HELD', hold_id = p_hold, owner = p_owner, expires_at = ev.expires_at,
                 version = nextval('inventory_version_seq'), updated_at = now()
             WHERE event_id = p_event AND id = ANY (v_best)
-              AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()));
+              AND inventory_holdable(status, expires_at);
             GET DIAGNOSTICS v_n = ROW_COUNT;
             v_all := v_all || v_best;
         END IF;
@@ -281,7 +283,7 @@ BEGIN
             SELECT id FROM inventory
             WHERE event_id = p_event AND section_id = p_ga_sections[k] AND unit_no IS NOT NULL
               AND ga_status IN ('AVAILABLE', 'HELD')
-              AND (status = 'AVAILABLE' OR (status = 'HELD' AND expires_at <= now()))
+              AND inventory_holdable(status, expires_at)
             ORDER BY ga_status, id
             LIMIT p_ga_qty[k]
             FOR UPDATE SKIP LOCKED

@@ -85,6 +85,10 @@ type Transport struct {
 	// SubscriptionLimit builds that error (default: a message saying the
 	// cap).
 	SubscriptionLimit func(max int) *gqlerror.Error
+	// CheckPayload, if set, looks at a subscribe payload before it is
+	// decoded; an error it returns is answered as CreateOperationContext's
+	// errors are, and nothing is decoded or parsed.
+	CheckPayload func(payload []byte) *gqlerror.Error
 }
 
 // InitError is an InitFunc error that closes the connection with Code and
@@ -460,19 +464,27 @@ func (c *connection) run(ctx context.Context, o *op, start time.Time, m message)
 		}
 		c.finish(ctx, o, id, rc, recover())
 	}()
-	params := &graphql.RawParams{}
-	dec := json.NewDecoder(bytes.NewReader(m.Payload))
-	dec.UseNumber()
-	if err := dec.Decode(params); err != nil {
-		c.sendError(id, &gqlerror.Error{Message: "invalid json"})
-		return
+	var errs gqlerror.List
+	if c.t.CheckPayload != nil {
+		if err := c.t.CheckPayload(m.Payload); err != nil {
+			errs, rc = gqlerror.List{err}, &graphql.OperationContext{}
+		}
 	}
-	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	o.query = unique.Make(params.Query)
-	params.Query = o.query.Value()
+	if errs == nil {
+		params := &graphql.RawParams{}
+		dec := json.NewDecoder(bytes.NewReader(m.Payload))
+		dec.UseNumber()
+		if err := dec.Decode(params); err != nil {
+			c.sendError(id, &gqlerror.Error{Message: "invalid json"})
+			return
+		}
+		params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+		o.query = unique.Make(params.Query)
+		params.Query = o.query.Value()
 
-	ctx = graphql.StartOperationTrace(ctx)
-	rc, errs := c.exec.CreateOperationContext(ctx, params)
+		ctx = graphql.StartOperationTrace(ctx)
+		rc, errs = c.exec.CreateOperationContext(ctx, params)
+	}
 	if errs != nil {
 		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
 		if errcode.GetErrorKind(errs) == errcode.KindProtocol {

@@ -1,0 +1,16 @@
+-- The one count of a general-admission section: units holdable now, and the
+-- section's version, the sum of its units' versions. A unit's version only
+-- grows, and grows with each committed change, so the sum grows with every
+-- commit that is visible, whatever order the changes took their versions in.
+-- (max(version) did not: a hold that took a lower version but committed
+-- after another labelled its new count with the same max, and every
+-- consumer dropped it as not newer.) Read by the live seat map
+-- (store.SeatMapGA) and the catalog's seat map (store.InventoryGAStates);
+-- a filter on event_id (and section_id) is pushed into the grouping.
+CREATE OR REPLACE VIEW ga_availability AS
+SELECT event_id, section_id,
+       (count(*) FILTER (WHERE inventory_holdable(status, expires_at)))::int AS available,
+       sum(version)::bigint AS version
+FROM inventory
+WHERE unit_no IS NOT NULL
+GROUP BY event_id, section_id;
