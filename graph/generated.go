@@ -12836,7 +12836,7 @@ func (ec *executionContext) marshalNSeatMap2ᚖgithubᚗcomᚋticketingᚋticket
 		graphql.AddInvalidNullError(ctx, "SeatMap!")
 		return graphql.Null
 	}
-	return ec._SeatMap(ctx, sel, v)
+	return graphql.WrapContextMarshaler(ctx, v)
 }
 
 func (ec *executionContext) marshalNSeatMapSeat2ᚕᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐSeatMapSeatᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SeatMapSeat) graphql.Marshaler {
@@ -13470,7 +13470,7 @@ func (ec *executionContext) marshalOSeatMap2ᚖgithubᚗcomᚋticketingᚋticket
 	if v == nil {
 		return graphql.Null
 	}
-	return ec._SeatMap(ctx, sel, v)
+	return graphql.WrapContextMarshaler(ctx, v)
 }
 
 func (ec *executionContext) unmarshalOSectionLayoutInput2ᚖgithubᚗcomᚋticketingᚋticketingᚋgraphᚋmodelᚐSectionLayoutInput(ctx context.Context, v any) (*model.SectionLayoutInput, error) {

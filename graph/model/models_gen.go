@@ -235,14 +235,6 @@ type Seat struct {
 	Y float64 `json:"y"`
 }
 
-type SeatMap struct {
-	EventID string `json:"eventId"`
-	// Resume point: pass it as `after` to seatMapUpdates to get every change since this snapshot.
-	Cursor           string                   `json:"cursor"`
-	Seats            []*SeatMapSeat           `json:"seats"`
-	GeneralAdmission []*GeneralAdmissionState `json:"generalAdmission"`
-}
-
 type SeatMapSeat struct {
 	SeatID    string     `json:"seatId"`
 	SectionID string     `json:"sectionId"`
