@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/outbox"
 	"github.com/ticketing/ticketing/store"
 )
 
@@ -492,38 +492,10 @@ func seatIDs(units []store.InventoryUnit) []string {
 	return out
 }
 
-type outboxSeat struct {
-	SeatID    string `json:"seatId"`
-	SectionID string `json:"sectionId"`
-	Status    string `json:"status"`
-	Version   int64  `json:"version"`
-}
-
-type outboxGA struct {
-	SectionID string `json:"sectionId"`
-	Version   int64  `json:"version"`
-}
-
-// outboxPayload is the 'inventory' outbox message of a hold transition:
-// {"eventId","kind","holdId","seats":[{seatId,sectionId,status,version}],
-// "ga":[{sectionId,version}]} (GA sections changed, with their highest new
-// version; consumers recount GA availability).
+// outboxPayload is the 'inventory' outbox message of a hold transition
+// (cancel, expire): an outbox.InventoryChange.
 func outboxPayload(eventID, kind, holdID, status string, units []store.InventoryUnit) []byte {
-	seats := []outboxSeat{}
-	ga := []outboxGA{}
-	for _, u := range units {
-		if u.SeatID != nil {
-			seats = append(seats, outboxSeat{*u.SeatID, u.SectionID, status, u.Version})
-			continue
-		}
-		i := slices.IndexFunc(ga, func(g outboxGA) bool { return g.SectionID == u.SectionID })
-		if i < 0 {
-			ga = append(ga, outboxGA{u.SectionID, u.Version})
-		} else if u.Version > ga[i].Version {
-			ga[i].Version = u.Version
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"eventId": eventID, "kind": kind, "holdId": holdID, "seats": seats, "ga": ga})
+	b, _ := json.Marshal(outbox.NewInventoryChange(eventID, kind, holdID, "", status, units))
 	return b
 }
 

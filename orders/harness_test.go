@@ -220,18 +220,8 @@ func (e *env) hold(u auth.User, seats []int, ga int) holds.Hold {
 	return h
 }
 
-// expireHold moves a hold's expiry into the past (as if its time ran out).
-func (e *env) expireHold(holdID string) {
-	e.t.Helper()
-	for _, q := range []string{
-		`UPDATE holds SET created_at = now() - interval '1 hour', expires_at = now() - interval '1 minute' WHERE id = $1`,
-		`UPDATE inventory SET expires_at = now() - interval '1 minute' WHERE hold_id = $1 AND status = 'HELD'`,
-		`UPDATE hold_items SET period = tstzrange(now() - interval '1 hour', now() - interval '1 minute') WHERE hold_id = $1`,
-	} {
-		_, err := e.pool.Exec(e.ctx, q, holdID)
-		require.NoError(e.t, err)
-	}
-}
+// expireHold moves a hold's expiry into the past.
+func (e *env) expireHold(holdID string) { fixtures.ExpireHold(e.t, e.pool, holdID) }
 
 // pay settles a payment at paysim's hosted checkout as the buyer would.
 func pay(t *testing.T, checkoutURL, outcome string) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ticketing/ticketing/outbox"
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
 	"github.com/ticketing/ticketing/tickets"
@@ -559,9 +560,8 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 	return &confirmed, "", nil
 }
 
-// salePayload is the 'inventory' outbox message of a sale, in the holds'
-// format: {"eventId","kind":"sale","holdId","orderId","seats":[...],"ga":[...]}.
-func salePayload(o Order, sold []store.SoldUnit) map[string]any {
+// salePayload is the 'inventory' outbox message of a sale.
+func salePayload(o Order, sold []store.SoldUnit) outbox.InventoryChange {
 	units := make([]store.InventoryUnit, len(sold))
 	for i, u := range sold {
 		units[i] = u.InventoryUnit
@@ -571,31 +571,8 @@ func salePayload(o Order, sold []store.SoldUnit) map[string]any {
 
 // unitsPayload is the 'inventory' outbox message of an order's rows that
 // changed to status (SOLD by a sale, AVAILABLE again by a refund).
-func unitsPayload(o Order, kind, status string, units []store.InventoryUnit) map[string]any {
-	type seat struct {
-		SeatID    string `json:"seatId"`
-		SectionID string `json:"sectionId"`
-		Status    string `json:"status"`
-		Version   int64  `json:"version"`
-	}
-	type ga struct {
-		SectionID string `json:"sectionId"`
-		Version   int64  `json:"version"`
-	}
-	seats, gas := []seat{}, []ga{}
-	for _, u := range units {
-		if u.SeatID != nil {
-			seats = append(seats, seat{*u.SeatID, u.SectionID, status, u.Version})
-			continue
-		}
-		i := slices.IndexFunc(gas, func(g ga) bool { return g.SectionID == u.SectionID })
-		if i < 0 {
-			gas = append(gas, ga{u.SectionID, u.Version})
-		} else if u.Version > gas[i].Version {
-			gas[i].Version = u.Version
-		}
-	}
-	return map[string]any{"eventId": o.EventID, "kind": kind, "holdId": o.HoldID, "orderId": o.ID, "seats": seats, "ga": gas}
+func unitsPayload(o Order, kind, status string, units []store.InventoryUnit) outbox.InventoryChange {
+	return outbox.NewInventoryChange(o.EventID, kind, o.HoldID, o.ID, status, units)
 }
 
 // voidOthers enqueues the void of the order's other open attempts (an

@@ -198,17 +198,7 @@ func (e *env) graphql(tok, query string, vars map[string]any, out any) {
 }
 
 // expireHold moves a hold's expiry into the past.
-func (e *env) expireHold(holdID string) {
-	e.t.Helper()
-	for _, q := range []string{
-		`UPDATE holds SET created_at = now() - interval '1 hour', expires_at = now() - interval '1 minute' WHERE id = $1`,
-		`UPDATE inventory SET expires_at = now() - interval '1 minute' WHERE hold_id = $1 AND status = 'HELD'`,
-		`UPDATE hold_items SET period = tstzrange(now() - interval '1 hour', now() - interval '1 minute') WHERE hold_id = $1`,
-	} {
-		_, err := e.a.Pool.Exec(context.Background(), q, holdID)
-		require.NoError(e.t, err)
-	}
-}
+func (e *env) expireHold(holdID string) { fixtures.ExpireHold(e.t, e.a.Pool, holdID) }
 
 // pay settles a payment at paysim's hosted checkout as the buyer would.
 func pay(t *testing.T, checkoutURL, outcome string) {

@@ -10,17 +10,6 @@ import (
 	"github.com/ticketing/ticketing/outbox"
 )
 
-// inventoryPayload is the outbox payload of topic "inventory", written by
-// holds and orders in the transaction of the change.
-type inventoryPayload struct {
-	EventID string `json:"eventId"`
-	Kind    string `json:"kind"`
-	Seats   []Seat `json:"seats"`
-	GA      []struct {
-		SectionID string `json:"sectionId"`
-	} `json:"ga"`
-}
-
 // entry is the content of one stream entry (field "u").
 type entry struct {
 	Seats []Seat `json:"seats,omitempty"`
@@ -43,7 +32,7 @@ func (s *Service) Publish(ctx context.Context, rows []outbox.Row) error {
 		if r.Topic != outbox.TopicInventory {
 			continue
 		}
-		var p inventoryPayload
+		var p outbox.InventoryChange // written by holds and orders with the change
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
 			s.log.Error("seat map: bad outbox payload, skipped", "id", r.ID, "err", err)
 			continue

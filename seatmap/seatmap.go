@@ -32,16 +32,13 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/ticketing/ticketing/apperr"
+	"github.com/ticketing/ticketing/outbox"
 	"github.com/ticketing/ticketing/store"
 )
 
-// Seat is the state of one seat of an event.
-type Seat struct {
-	SeatID    string `json:"seatId"`
-	SectionID string `json:"sectionId"`
-	Status    string `json:"status"`
-	Version   int64  `json:"version"`
-}
+// Seat is the state of one seat of an event: the seat of an
+// outbox.InventoryChange, one type from the message to the stream.
+type Seat = outbox.ChangedSeat
 
 // GA is the state of one general-admission section of an event.
 type GA struct {

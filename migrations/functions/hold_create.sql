@@ -310,6 +310,10 @@ BEGIN
     -- transaction waited for, so a cancelled item's cut period never
     -- overlaps the new one.
     -- One statement; a shortfall found afterwards rolls it back with the rest.
+    -- The outbox message is an outbox.InventoryChange (outbox/inventory.go)
+    -- of kind 'hold': {eventId, kind, holdId, seats: [{seatId, sectionId,
+    -- status 'HELD', version}], ga: [{sectionId}]}, the same as
+    -- outbox.NewInventoryChange builds (checked by a test in holds/).
     WITH u AS (
         SELECT i.id, i.section_id, i.seat_id, i.version, p.amount, p.currency
         FROM inventory i LEFT JOIN event_prices p ON p.event_id = i.event_id AND p.section_id = i.section_id
@@ -322,9 +326,9 @@ BEGIN
                                                      'status', 'HELD', 'version', version))
                         FILTER (WHERE seat_id IS NOT NULL), '[]') AS seats_json
         FROM u
-    ), ga AS ( -- GA sections changed, with their highest new version
-        SELECT coalesce(jsonb_agg(jsonb_build_object('sectionId', section_id, 'version', version)), '[]') AS j
-        FROM (SELECT section_id, max(version) AS version FROM u WHERE seat_id IS NULL GROUP BY section_id) g
+    ), ga AS ( -- GA sections changed, each once
+        SELECT coalesce(jsonb_agg(jsonb_build_object('sectionId', section_id)), '[]') AS j
+        FROM (SELECT DISTINCT section_id FROM u WHERE seat_id IS NULL) g
     ), h AS (
         INSERT INTO holds (id, event_id, owner, status, expires_at, total_amount, currency, idempotency_key, request_hash)
         SELECT p_hold, p_event, p_owner, 'ACTIVE', ev.expires_at, s.total, s.currency, p_key, p_hash FROM s
