@@ -16,13 +16,14 @@ import (
 // identity provider.
 //
 //	GET  /api/dev/config          {"devSignIn": true|false}
-//	POST /api/dev/token {"name"}  {"token", "sub", "expiresAt"}   (404 when off)
+//	POST /api/dev/token {"name", "role"?}  {"token", "sub", "expiresAt"}   (404 when off)
 //
 // It is on only when the server verifies HS256 development tokens
 // (JWT_HS256_SECRET is set) AND either DEV_SIGNIN=true, or DEV_SIGNIN is
 // unset and PUBLIC_BASE_URL is a loopback address (localhost, 127.0.0.0/8,
 // ::1), which is what scripts/dev.sh runs. DEV_SIGNIN=false always turns it
-// off. Minted tokens never carry roles (no admin) and last DevTokenTTL.
+// off. Minted tokens carry no role, or the door staff's ("role": "staff",
+// for the /door page's checkIn), never admin; they last DevTokenTTL.
 
 // DevTokenTTL is the lifetime of a development sign-in token.
 const DevTokenTTL = 12 * time.Hour
@@ -77,6 +78,7 @@ func (a *App) mountDevSignIn(mux *http.ServeMux) {
 		}
 		var in struct {
 			Name string `json:"name"`
+			Role string `json:"role"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "body must be JSON {\"name\": \"...\"}")
@@ -87,7 +89,16 @@ func (a *App) mountDevSignIn(mux *http.ServeMux) {
 			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "name: 1 to 40 characters with at least one letter or digit")
 			return
 		}
-		tok, err := auth.Mint(a.Cfg.JWTHS256Secret, a.Cfg.JWTIssuer, a.Cfg.JWTAudience, sub, nil, DevTokenTTL)
+		var roles []string
+		switch in.Role {
+		case "":
+		case "staff":
+			roles = []string{"staff"}
+		default:
+			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "role: only \"staff\" (or none)")
+			return
+		}
+		tok, err := auth.Mint(a.Cfg.JWTHS256Secret, a.Cfg.JWTIssuer, a.Cfg.JWTAudience, sub, roles, DevTokenTTL)
 		if err != nil {
 			writeError(w, r, http.StatusInternalServerError, "INTERNAL", "could not mint a token")
 			return

@@ -88,10 +88,26 @@ func TestDevTokenEndpoint(t *testing.T) {
 		t.Fatalf("minted token: user %+v, err %v", u, err)
 	}
 
-	res, _ = http.Post(srv.URL+"/api/dev/token", "application/json", strings.NewReader(`{"name":"  "}`))
+	if u.IsStaff() {
+		t.Fatal("a token without a role asked for is not staff")
+	}
+
+	// The door staff's role on request; never admin.
+	res, err = http.Post(srv.URL+"/api/dev/token", "application/json", strings.NewReader(`{"name":"Puerta","role":"staff"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(res.Body).Decode(&out)
 	res.Body.Close()
-	if res.StatusCode != http.StatusBadRequest {
-		t.Fatalf("blank name: status %d, want 400", res.StatusCode)
+	if u, err = v.Verify(out.Token); err != nil || !u.IsStaff() || u.IsAdmin() {
+		t.Fatalf("staff token: user %+v, err %v", u, err)
+	}
+	for _, body := range []string{`{"name":"  "}`, `{"name":"Ana","role":"admin"}`} {
+		res, _ = http.Post(srv.URL+"/api/dev/token", "application/json", strings.NewReader(body))
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest {
+			t.Fatalf("%s: status %d, want 400", body, res.StatusCode)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/audit"
@@ -83,6 +84,10 @@ func TestEveryAuditCheckFindsItsPlantedAnomaly(t *testing.T) {
 			_, _, p := e.checkout(user("alice"), 0)
 			return []string{`INSERT INTO webhook_inbox (id, provider, type, payload, processed_at)
 				VALUES ('evt_planted', 'sandbox', 'payment.succeeded', '{"data": {"id": "pay_other", "reference": "` + p.ID + `"}}', now())`}
+		},
+		"UNKNOWN_NOTIFICATION": func(e *env) []string {
+			return []string{`INSERT INTO webhook_inbox (id, provider, type, payload, processed_at)
+				VALUES ('evt_planted', 'sandbox', 'payment.succeeded', '{"data": {"id": "pay_nobody", "reference": "` + uuid.NewString() + `"}}', now())`}
 		},
 		"ACTIVE_HOLD_NOT_HELD": func(e *env) []string {
 			h := e.hold(user("alice"), []int{0}, 0)

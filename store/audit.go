@@ -98,6 +98,15 @@ type AuditCheck struct {
 	SQL  string
 }
 
+// The provider payment id and our reference in a webhook_inbox payload
+// (paysim: data.id, data.reference; Stripe: data.object's payment_intent
+// or id, metadata.reference; a body that was not JSON:
+// orders.ApplyNotification's payment.id, payment.reference).
+const (
+	inboxPaymentID = `coalesce(w.payload->'data'->>'id', w.payload->'data'->'object'->>'payment_intent', w.payload->'data'->'object'->>'id', w.payload->'payment'->>'id')`
+	inboxReference = `coalesce(w.payload->'data'->>'reference', w.payload->'data'->'object'->'metadata'->>'reference', w.payload->'payment'->>'reference')`
+)
+
 // AuditChecks are the anomaly checks of an event.
 var AuditChecks = []AuditCheck{
 	{"SEAT_SOLD_TWICE", `
@@ -173,14 +182,29 @@ FROM inventory i JOIN orders o ON o.id = i.order_id
 WHERE i.event_id = $1 AND $2::float8 >= 0 AND i.status = 'SOLD' AND o.status <> 'CONFIRMED'`},
 	{"UNMATCHED_NOTIFICATION", `
 SELECT 'notification ' || w.id || ' (' || w.provider || ' ' || w.type || ') names attempt ' || p.id || ' by reference but provider payment ' ||
-       coalesce(w.payload->'data'->>'id', w.payload->'data'->'object'->>'payment_intent', w.payload->'data'->'object'->>'id', '?') || ', which is neither the attempt''s nor a recorded mismatch'
+       coalesce(` + inboxPaymentID + `, '?') || ', which is neither the attempt''s nor a recorded mismatch'
 FROM webhook_inbox w
-JOIN payments p ON p.id::text = coalesce(w.payload->'data'->>'reference', w.payload->'data'->'object'->'metadata'->>'reference')
+JOIN payments p ON p.id::text = ` + inboxReference + `
 JOIN orders o ON o.id = p.order_id
 WHERE o.event_id = $1 AND $2::float8 >= 0 AND w.provider = p.provider
-  AND coalesce(w.payload->'data'->>'id', w.payload->'data'->'object'->>'payment_intent', w.payload->'data'->'object'->>'id') IS DISTINCT FROM p.provider_ref
-  AND NOT EXISTS (SELECT 1 FROM payment_mismatches m WHERE m.provider = w.provider
-                  AND m.provider_payment_id = coalesce(w.payload->'data'->>'id', w.payload->'data'->'object'->>'payment_intent', w.payload->'data'->'object'->>'id'))`},
+  AND ` + inboxPaymentID + ` IS DISTINCT FROM p.provider_ref
+  AND NOT EXISTS (SELECT 1 FROM payment_mismatches m WHERE m.provider = w.provider AND m.provider_payment_id = ` + inboxPaymentID + `)`},
+	// Of no event: every event's audit reports them. (A payload naming
+	// no payment at all, which no provider sends, is left out.)
+	{"UNKNOWN_NOTIFICATION", `
+SELECT 'notification ' || w.id || ' (' || w.provider || ' ' || w.type || ', provider payment ' || coalesce(` + inboxPaymentID + `, '?') ||
+       ') matched no payment of any event (of no event: every event''s audit reports it)'
+FROM webhook_inbox w
+WHERE $1::uuid IS NOT NULL AND $2::float8 >= 0 AND w.processed_at IS NOT NULL
+  AND coalesce(` + inboxPaymentID + `, ` + inboxReference + `) IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.provider = w.provider
+                  AND (p.provider_ref = ` + inboxPaymentID + ` OR p.id::text = ` + inboxReference + `))
+  AND NOT EXISTS (SELECT 1 FROM payment_mismatches m WHERE m.provider = w.provider AND m.provider_payment_id = ` + inboxPaymentID + `)
+UNION ALL
+SELECT 'provider payment ' || m.provider_payment_id || ' (' || m.provider || ', ' || m.provider_status || ', ' || m.amount || ' ' || m.currency ||
+       ') is a mismatch bound to no attempt, not yet voided or refunded (of no event: every event''s audit reports it)'
+FROM payment_mismatches m
+WHERE $1::uuid IS NOT NULL AND m.payment_id IS NULL AND m.resolved_at IS NULL`},
 	{"ACTIVE_HOLD_NOT_HELD", `
 SELECT 'hold ' || h.id || ' is ACTIVE until ' || h.expires_at || ' but inventory ' || i.id || ' is ' || i.status ||
        coalesce(' by hold ' || i.hold_id::text, '')

@@ -8,7 +8,7 @@ interface Session {
 let session: Session | null = load<Session>('tk.session')
 const listeners = new Set<() => void>()
 
-function claims(token: string): { sub?: string; exp?: number } {
+function claims(token: string): { sub?: string; exp?: number; roles?: string[] } {
   try {
     const p = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')
     return JSON.parse(atob(p + '='.repeat((4 - (p.length % 4)) % 4)))
@@ -34,6 +34,11 @@ export function userName(): string | null {
 export function userId(): string | null {
   return session ? (claims(session.token).sub ?? null) : null
 }
+/** Door staff (checkIn): the staff or the admin role. */
+export function isStaff(): boolean {
+  const r = session ? (claims(session.token).roles ?? []) : []
+  return r.includes('staff') || r.includes('admin')
+}
 export function signIn(tok: string, name?: string) {
   session = { token: tok, name: name || claims(tok).sub || '?' }
   save('tk.session', session)
@@ -58,11 +63,12 @@ export function devSignInEnabled(): Promise<boolean> {
   return devConfig
 }
 
-export async function devSignIn(name: string): Promise<void> {
+/** Development sign-in; role 'staff' gives the door staff's token. */
+export async function devSignIn(name: string, role?: 'staff'): Promise<void> {
   const r = await fetch('/api/dev/token', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name }),
+    body: JSON.stringify(role ? { name, role } : { name }),
   })
   const j = await r.json().catch(() => ({}))
   if (!r.ok || !j.token) throw new Error(j?.error?.message ?? `HTTP ${r.status}`)

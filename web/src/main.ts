@@ -10,6 +10,7 @@ import { searchPage } from './pages/search'
 import { eventPage } from './pages/event'
 import { orderPage, ordersPage } from './pages/orders'
 import { queuePage } from './pages/queue'
+import { doorPage } from './pages/door'
 
 // ---- header
 
@@ -92,6 +93,7 @@ function header() {
       h('nav', { 'aria-label': 'main' },
         h('a', { href: '/', class: 'nav' }, t('search')),
         user ? h('a', { href: '/orders', class: 'nav', id: 'nav-orders' }, t('myOrders')) : null,
+        auth.isStaff() ? h('a', { href: '/door', class: 'nav', id: 'nav-door' }, t('doorNav')) : null,
       ),
       h('div', { class: 'grow' }),
       langSel,
@@ -130,6 +132,7 @@ route(/^\/events\/([^/]+)\/?$/, eventPage)
 route(/^\/orders\/?$/, ordersPage)
 route(/^\/orders\/([^/]+)\/?$/, orderPage)
 route(/^\/queue\/([^/]+)\/?$/, queuePage)
+route(/^\/door\/?$/, doorPage)
 route(/^/, notFound)
 
 setOnRoute(() => header())
