@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -37,7 +38,9 @@ func StartOwnCluster(t testing.TB, primaries int) *OwnCluster {
 	for range 2 * primaries {
 		n := startRedis(t, 0, "--cluster-enabled", "yes",
 			"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout/time.Millisecond)),
-			"--cluster-config-file", fmt.Sprintf("%s/nodes-%d.conf", dir, len(c.Nodes)), "--dir", dir)
+			"--cluster-config-file", fmt.Sprintf("%s/nodes-%d.conf", dir, len(c.Nodes)), "--dir", dir,
+			"--logfile", fmt.Sprintf("%s/redis-%d.log", dir, len(c.Nodes)))
+		n.Log = fmt.Sprintf("%s/redis-%d.log", dir, len(c.Nodes))
 		c.Nodes = append(c.Nodes, n)
 		addrs = append(addrs, n.Addr())
 	}
@@ -286,3 +289,31 @@ func (c *OwnCluster) Slot(t testing.TB, key string) int {
 
 // Kill stops node n at once (kill -9), as a crashed primary.
 func (c *OwnCluster) Kill(n *OwnRedis) { n.Stop() }
+
+// Promote waits up to within for the replica to be promoted by the
+// cluster's own failover. If that has not happened (seen once in CI, under
+// load, cause not found: the test logs the replica's log and view), it
+// promotes it as an operator would, with CLUSTER FAILOVER TAKEOVER, so a
+// test of the clients' recovery does not depend on the election's timing.
+// It reports whether the automatic failover did it.
+func (c *OwnCluster) Promote(t testing.TB, slot int, replica *OwnRedis, within time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if c.OwnerNow(t, slot) == replica {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	v, _ := replica.Do(t, "CLUSTER", "NODES")
+	info, _ := replica.Do(t, "INFO", "replication")
+	log, _ := os.ReadFile(replica.Log)
+	if len(log) > 4000 {
+		log = log[len(log)-4000:]
+	}
+	t.Logf("no automatic failover within %s; the replica %s sees:\n%v\n%v\nits log ends:\n%s", within, replica.Addr(), v, info, log)
+	replica.MustDo(t, "CLUSTER", "FAILOVER", "TAKEOVER")
+	require.Eventually(t, func() bool { return c.OwnerNow(t, slot) == replica }, 30*time.Second, 100*time.Millisecond,
+		"the replica was not promoted even by CLUSTER FAILOVER TAKEOVER")
+	return false
+}

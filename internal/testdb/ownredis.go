@@ -19,7 +19,9 @@ import (
 // start again to play a Redis outage.
 type OwnRedis struct {
 	Port int
-	cmd  *exec.Cmd
+	// Log is the server's log file, when it has one.
+	Log string
+	cmd *exec.Cmd
 }
 
 // StartOwnRedis starts a redis-server on port (a free one when 0), waits
