@@ -33,14 +33,15 @@ const NodeTimeout = 1000 * time.Millisecond
 func StartOwnCluster(t testing.TB, primaries int) *OwnCluster {
 	t.Helper()
 	c := &OwnCluster{}
-	dir := t.TempDir()
 	var addrs []string
 	for range 2 * primaries {
+		// Each node its own directory: a replica's full sync renames the
+		// received RDB to dump.rdb, which nodes sharing a directory share.
+		dir := t.TempDir()
 		n := startRedis(t, 0, "--cluster-enabled", "yes",
 			"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout/time.Millisecond)),
-			"--cluster-config-file", fmt.Sprintf("%s/nodes-%d.conf", dir, len(c.Nodes)), "--dir", dir,
-			"--logfile", fmt.Sprintf("%s/redis-%d.log", dir, len(c.Nodes)))
-		n.Log = fmt.Sprintf("%s/redis-%d.log", dir, len(c.Nodes))
+			"--cluster-config-file", dir+"/nodes.conf", "--dir", dir, "--logfile", dir+"/redis.log")
+		n.Log = dir + "/redis.log"
 		c.Nodes = append(c.Nodes, n)
 		addrs = append(addrs, n.Addr())
 	}
@@ -51,6 +52,17 @@ func StartOwnCluster(t testing.TB, primaries int) *OwnCluster {
 	c.Primaries = addrs[:primaries]
 	require.Eventually(t, func() bool { return c.ok(t) }, 30*time.Second, 100*time.Millisecond,
 		"the cluster never reached cluster_state:ok with every slot served")
+	// A replica that has never synced refuses to fail over ("disconnected
+	// from master for longer than allowed"): wait for every link.
+	require.Eventually(t, func() bool {
+		for _, n := range c.Nodes {
+			if v, err := n.Do(t, "INFO", "replication"); err != nil ||
+				(strings.Contains(fmt.Sprint(v), "role:slave") && !strings.Contains(fmt.Sprint(v), "master_link_status:up")) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "a replica never synced with its primary")
 	return c
 }
 
@@ -291,10 +303,11 @@ func (c *OwnCluster) Slot(t testing.TB, key string) int {
 func (c *OwnCluster) Kill(n *OwnRedis) { n.Stop() }
 
 // Promote waits up to within for the replica to be promoted by the
-// cluster's own failover. If that has not happened (seen once in CI, under
-// load, cause not found: the test logs the replica's log and view), it
-// promotes it as an operator would, with CLUSTER FAILOVER TAKEOVER, so a
-// test of the clients' recovery does not depend on the election's timing.
+// cluster's own failover. If that has not happened, it logs the replica's
+// view, replication info and log, and promotes it as an operator would,
+// with CLUSTER FAILOVER TAKEOVER, so a test of the clients' recovery does
+// not depend on the election. (The election failed when a replica had not
+// yet synced with its primary; StartOwnCluster now waits for every link.)
 // It reports whether the automatic failover did it.
 func (c *OwnCluster) Promote(t testing.TB, slot int, replica *OwnRedis, within time.Duration) bool {
 	t.Helper()
