@@ -122,28 +122,7 @@ func (c *OwnCluster) nodes(t testing.TB) []node {
 		if err != nil {
 			continue
 		}
-		var out []node
-		for _, line := range strings.Split(strings.TrimSpace(fmt.Sprint(v)), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 8 {
-				continue
-			}
-			n := node{id: f[0], addr: strings.SplitN(f[1], "@", 2)[0], master: f[3], flags: strings.Split(f[2], ",")}
-			for _, r := range f[8:] {
-				if strings.HasPrefix(r, "[") {
-					continue // a slot being migrated
-				}
-				lo, hi, found := strings.Cut(r, "-")
-				a, _ := strconv.Atoi(lo)
-				b := a
-				if found {
-					b, _ = strconv.Atoi(hi)
-				}
-				n.slots = append(n.slots, [2]int{a, b})
-			}
-			out = append(out, n)
-		}
-		return out
+		return parseNodes(fmt.Sprint(v))
 	}
 	t.Fatal("no node of the cluster is running")
 	return nil
@@ -178,10 +157,8 @@ func (c *OwnCluster) OwnerNow(t testing.TB, slot int) *OwnRedis {
 		if !n.has("master") || n.has("fail") || n.has("fail?") {
 			continue
 		}
-		for _, r := range n.slots {
-			if slot >= r[0] && slot <= r[1] {
-				return c.byAddr(t, n.addr)
-			}
+		if n.serves(slot) {
+			return c.byAddr(t, n.addr)
 		}
 	}
 	return nil
@@ -211,7 +188,14 @@ func (c *OwnCluster) WaitAgree(t testing.TB, slot int, owner *OwnRedis) {
 				continue
 			}
 			v, err := r.Do(t, "CLUSTER", "NODES")
-			if err != nil || !ownsSlot(fmt.Sprint(v), id, slot) {
+			if err != nil {
+				return false
+			}
+			agrees := false
+			for _, n := range parseNodes(fmt.Sprint(v)) {
+				agrees = agrees || (n.id == id && n.serves(slot))
+			}
+			if !agrees {
 				return false
 			}
 		}
@@ -219,26 +203,37 @@ func (c *OwnCluster) WaitAgree(t testing.TB, slot int, owner *OwnRedis) {
 	}, 30*time.Second, 50*time.Millisecond, "the nodes do not agree that %s serves slot %d", owner.Addr(), slot)
 }
 
-// ownsSlot reports whether the CLUSTER NODES text gives slot to node id.
-func ownsSlot(nodes, id string, slot int) bool {
-	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+// parseNodes reads the text of CLUSTER NODES.
+func parseNodes(text string) []node {
+	var out []node
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 8 || f[0] != id {
+		if len(f) < 8 {
 			continue
 		}
+		n := node{id: f[0], addr: strings.SplitN(f[1], "@", 2)[0], master: f[3], flags: strings.Split(f[2], ",")}
 		for _, r := range f[8:] {
-			lo, hi, found := strings.Cut(r, "-")
-			a, err := strconv.Atoi(lo)
-			if err != nil {
-				continue
+			if strings.HasPrefix(r, "[") {
+				continue // a slot being migrated
 			}
+			lo, hi, found := strings.Cut(r, "-")
+			a, _ := strconv.Atoi(lo)
 			b := a
 			if found {
 				b, _ = strconv.Atoi(hi)
 			}
-			if slot >= a && slot <= b {
-				return true
-			}
+			n.slots = append(n.slots, [2]int{a, b})
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// serves reports whether n's slot ranges include slot.
+func (n node) serves(slot int) bool {
+	for _, r := range n.slots {
+		if slot >= r[0] && slot <= r[1] {
+			return true
 		}
 	}
 	return false
