@@ -168,6 +168,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}, false)
 	a.initSeatMap(cfg.SeatMapRedisPrefix)
 	a.initSearch()
+	if a.Search != nil {
+		a.Search.Catalog = a.Catalog.EventsByIDs // the events of a page of hits
+	}
 	if err := a.initOrders(); err != nil {
 		a.Close()
 		return nil, err

@@ -46,10 +46,6 @@ type (
 	Price = store.Price
 	// Availability counts an event's inventory by effective status.
 	Availability = store.Availability
-	// SeatState is the effective status and version of one seat of an event.
-	SeatState = store.SeatState
-	// GAState is the availability and version of one GA section of an event.
-	GAState = store.GAState
 )
 
 // SectionKind is SEATED or GENERAL_ADMISSION.
@@ -78,13 +74,6 @@ const (
 
 // Rect is a box on the venue plan.
 type Rect struct{ X, Y, Width, Height float64 }
-
-// SeatMap is the state of every seat and GA section of an event.
-type SeatMap struct {
-	EventID          string
-	Seats            []SeatState
-	GeneralAdmission []GAState
-}
 
 // EventPage is one page of an event listing.
 type EventPage struct {
@@ -546,33 +535,6 @@ func (s *Service) Availability(ctx context.Context, eventID string) (Availabilit
 		return Availability{}, err
 	}
 	return m[eventID], nil
-}
-
-// SeatMap returns the effective status and version of every seat of the
-// event, and per GA section the available count and the sum of its units'
-// versions (ga_availability, the live seat map's count).
-func (s *Service) SeatMap(ctx context.Context, eventID string) (SeatMap, error) {
-	if _, err := s.GetEvent(ctx, eventID); err != nil {
-		return SeatMap{}, err
-	}
-	m, err := store.ReadLive(s.reads, func(st *store.Store) (SeatMap, error) {
-		seats, err := st.InventorySeatStates(ctx, eventID)
-		if err != nil {
-			return SeatMap{}, err
-		}
-		ga, err := st.InventoryGAStates(ctx, eventID)
-		return SeatMap{EventID: eventID, Seats: seats, GeneralAdmission: ga}, err
-	})
-	if err == nil {
-		s.stale.put("seatmap", eventID, m)
-		return m, nil
-	}
-	if fallback(err) {
-		if m, ok := staleMap[SeatMap](&s.stale, "seatmap", []string{eventID}); ok {
-			return m[eventID], nil
-		}
-	}
-	return SeatMap{}, fmt.Errorf("seat map: %w", err)
 }
 
 // SaleStatus judges where the sale of e stands now, given its availability.

@@ -37,6 +37,12 @@ type BestAvailable struct {
 	Adjacent  bool
 }
 
+// NewBestAvailable is the request's bestAvailable as a client gives it:
+// adjacent is true unless the client says false (the contract's default).
+func NewBestAvailable(quantity int, sectionID string, adjacent *bool) *BestAvailable {
+	return &BestAvailable{Quantity: quantity, SectionID: sectionID, Adjacent: adjacent == nil || *adjacent}
+}
+
 // GARequest is a quantity of general-admission units of a section.
 type GARequest struct {
 	SectionID string

@@ -56,6 +56,35 @@ type Ticket struct {
 	ExpiresAt time.Time
 }
 
+// TicketView is a ticket as the clients see it (GraphQL QueueTicket, REST
+// queue ticket): the fields its status shows, the rest nil.
+type TicketView struct {
+	// Position and EstimatedWaitSeconds (whole seconds, rounded up; nil
+	// without an estimate) while WAITING.
+	Position, EstimatedWaitSeconds *int
+	// AdmissionToken and AdmissionExpiresAt (UTC) when ADMITTED.
+	AdmissionToken     *string
+	AdmissionExpiresAt *time.Time
+}
+
+// View is the ticket as the clients see it.
+func (t *Ticket) View() TicketView {
+	var v TicketView
+	switch t.Status {
+	case Waiting:
+		pos := t.Position
+		v.Position = &pos
+		if t.EstimatedWait != nil {
+			s := int((*t.EstimatedWait + time.Second - 1) / time.Second)
+			v.EstimatedWaitSeconds = &s
+		}
+	case Admitted:
+		tok, exp := t.Token, t.ExpiresAt.UTC()
+		v.AdmissionToken, v.AdmissionExpiresAt = &tok, &exp
+	}
+	return v
+}
+
 // Deps are the Service's collaborators.
 type Deps struct {
 	Redis  redis.UniversalClient

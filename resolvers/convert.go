@@ -58,21 +58,6 @@ func toModelAvailability(a catalog.Availability) *model.Availability {
 	return &model.Availability{Available: a.Available, Held: a.Held, Sold: a.Sold, Capacity: a.Capacity}
 }
 
-func toModelSeatMap(m catalog.SeatMap) *model.SeatMap {
-	out := &model.SeatMap{
-		EventID:          m.EventID,
-		Seats:            make([]*model.SeatMapSeat, len(m.Seats)),
-		GeneralAdmission: make([]*model.GeneralAdmissionState, len(m.GeneralAdmission)),
-	}
-	for i, s := range m.Seats {
-		out.Seats[i] = &model.SeatMapSeat{SeatID: s.SeatID, SectionID: s.SectionID, Status: model.SeatStatus(s.Status), Version: int(s.Version)}
-	}
-	for i, g := range m.GeneralAdmission {
-		out.GeneralAdmission[i] = &model.GeneralAdmissionState{SectionID: g.SectionID, Available: g.Available, Version: int(g.Version)}
-	}
-	return out
-}
-
 func toModelEventConnection(p catalog.EventPage) *model.EventConnection {
 	c := &model.EventConnection{Edges: make([]*model.EventEdge, len(p.Events)), TotalCount: p.TotalCount,
 		PageInfo: &model.PageInfo{HasNextPage: p.HasNextPage}}
@@ -191,7 +176,7 @@ func fromModelHoldInput(in model.CreateHoldInput) holds.CreateRequest {
 	req := holds.CreateRequest{EventID: in.EventID, SeatIDs: in.SeatIds, IdempotencyKey: in.IdempotencyKey,
 		AdmissionToken: orZero(in.AdmissionToken)}
 	if b := in.BestAvailable; b != nil {
-		req.BestAvailable = &holds.BestAvailable{Quantity: b.Quantity, SectionID: orZero(b.SectionID), Adjacent: orDefault(b.Adjacent, true)}
+		req.BestAvailable = holds.NewBestAvailable(b.Quantity, orZero(b.SectionID), b.Adjacent)
 	}
 	for _, g := range in.GeneralAdmission {
 		if g != nil {

@@ -64,19 +64,12 @@ func (r *eventResolver) Availability(ctx context.Context, obj *model.Event) (*mo
 
 // SeatMap is the resolver for the seatMap field.
 func (r *eventResolver) SeatMap(ctx context.Context, obj *model.Event) (*model.SeatMap, error) {
-	if r.SeatMaps != nil {
-		// The live seat map's projection; it holds every change up to its cursor.
-		m, err := r.SeatMaps.Snapshot(ctx, obj.ID)
-		if err != nil {
-			return nil, err
-		}
-		return sharedSnapshot(m), nil
-	}
-	m, err := r.Catalog.SeatMap(ctx, obj.ID)
+	// The live seat map's projection; it holds every change up to its cursor.
+	m, err := r.SeatMaps.Snapshot(ctx, obj.ID)
 	if err != nil {
 		return nil, err
 	}
-	return toModelSeatMap(m), nil
+	return sharedSnapshot(m), nil
 }
 
 // MinPrice is the resolver for the minPrice field.

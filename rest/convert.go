@@ -219,18 +219,9 @@ func toQueueTicket(t *queue.Ticket) *queueTicketJSON {
 	if t == nil {
 		return nil
 	}
-	out := &queueTicketJSON{EventID: t.EventID, Status: string(t.Status)}
-	switch t.Status {
-	case queue.Waiting:
-		out.Position = &t.Position
-		if t.EstimatedWait != nil {
-			s := int((*t.EstimatedWait + time.Second - 1) / time.Second)
-			out.EstimatedWaitSeconds = &s
-		}
-	case queue.Admitted:
-		exp := t.ExpiresAt.UTC()
-		out.AdmissionToken, out.AdmissionExpiresAt = &t.Token, &exp
-	}
+	v := t.View()
+	out := &queueTicketJSON{EventID: t.EventID, Status: string(t.Status), Position: v.Position,
+		EstimatedWaitSeconds: v.EstimatedWaitSeconds, AdmissionToken: v.AdmissionToken, AdmissionExpiresAt: v.AdmissionExpiresAt}
 	return out
 }
 

@@ -11,16 +11,11 @@ import (
 	"github.com/ticketing/ticketing/holds"
 	"github.com/ticketing/ticketing/queue"
 	"github.com/ticketing/ticketing/search"
-	"github.com/ticketing/ticketing/seatmap"
 )
 
 // searchEvents is GET /api/events?text=&lat=&lon=&radiusKm=&city=&category=&from=&to=&sort=&first=&after=
 // (searchEvents; category may repeat).
 func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) {
-	if a.s.Search == nil {
-		a.fail(w, r, fmt.Errorf("search not configured: %w", apperr.ErrServiceUnavailable))
-		return
-	}
 	q := r.URL.Query()
 	var errs []error
 	num := func(name string) *float64 {
@@ -64,16 +59,7 @@ func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) {
 	if lat != nil {
 		in.Near = &search.GeoPoint{Lat: *lat, Lon: *lon}
 	}
-	res, err := a.s.Search.Search(r.Context(), in)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	ids := make([]string, len(res.Hits))
-	for i, h := range res.Hits {
-		ids[i] = h.ID
-	}
-	events, err := a.s.Catalog.EventsByIDs(r.Context(), ids)
+	p, err := a.s.Search.Events(r.Context(), in)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -103,16 +89,10 @@ func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) {
 		PageInfo   pageInfo           `json:"pageInfo"`
 		TotalCount int                `json:"totalCount"`
 		Facets     map[string][]facet `json:"facets"`
-	}{Edges: []edge{}, PageInfo: pageInfo{HasNextPage: res.HasNext}, TotalCount: res.Total,
-		Facets: map[string][]facet{"categories": facets(res.Categories), "cities": facets(res.Cities)}}
-	for _, h := range res.Hits {
-		// An event deleted since it was indexed is left out of the page.
-		if e, ok := events[h.ID]; ok {
-			out.Edges = append(out.Edges, edge{Cursor: h.Cursor, DistanceKm: h.DistanceKm, Node: toEvent(e)})
-		}
-	}
-	if n := len(res.Hits); n > 0 {
-		out.PageInfo.EndCursor = &res.Hits[n-1].Cursor
+	}{Edges: make([]edge, len(p.Edges)), PageInfo: pageInfo{HasNextPage: p.HasNext, EndCursor: p.EndCursor()}, TotalCount: p.Total,
+		Facets: map[string][]facet{"categories": facets(p.Categories), "cities": facets(p.Cities)}}
+	for i, e := range p.Edges {
+		out.Edges[i] = edge{Cursor: e.Cursor, DistanceKm: e.DistanceKm, Node: toEvent(e.Event)}
 	}
 	a.reply(w, r, http.StatusOK, out, searchCacheControl)
 }
@@ -175,7 +155,7 @@ func (a *API) getEvent(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Availability = availability{av.Available, av.Held, av.Sold, av.Capacity}
 		out.SaleStatus = cat.SaleStatus(ev, av)
-		out.SeatMap, err = a.seatMap(r, id)
+		out.SeatMap, err = a.s.SeatMap.Snapshot(ctx, id)
 		return err
 	}()
 	if err != nil {
@@ -183,26 +163,6 @@ func (a *API) getEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.reply(w, r, http.StatusOK, out, eventCacheControl)
-}
-
-// seatMap is the live seat map's cached snapshot (its cursor resumes the SSE
-// stream), or the catalog's map without a cursor when there is no live map.
-func (a *API) seatMap(r *http.Request, eventID string) (*seatmap.Snapshot, error) {
-	if a.s.SeatMap != nil {
-		return a.s.SeatMap.Snapshot(r.Context(), eventID)
-	}
-	m, err := a.s.Catalog.SeatMap(r.Context(), eventID)
-	if err != nil {
-		return nil, err
-	}
-	out := &seatmap.Snapshot{EventID: eventID, Seats: []seatmap.Seat{}, GeneralAdmission: []seatmap.GA{}}
-	for _, s := range m.Seats {
-		out.Seats = append(out.Seats, seatmap.Seat{SeatID: s.SeatID, SectionID: s.SectionID, Status: s.Status, Version: s.Version})
-	}
-	for _, g := range m.GeneralAdmission {
-		out.GeneralAdmission = append(out.GeneralAdmission, seatmap.GA{SectionID: g.SectionID, Available: g.Available, Version: g.Version})
-	}
-	return out, nil
 }
 
 // createHoldBody is CreateHoldInput without idempotencyKey (the
@@ -245,8 +205,7 @@ func (a *API) createHold(w http.ResponseWriter, r *http.Request) {
 		req.AdmissionToken = r.Header.Get("X-Admission-Token")
 	}
 	if b := in.BestAvailable; b != nil {
-		adjacent := b.Adjacent == nil || *b.Adjacent
-		req.BestAvailable = &holds.BestAvailable{Quantity: b.Quantity, SectionID: b.SectionID, Adjacent: adjacent}
+		req.BestAvailable = holds.NewBestAvailable(b.Quantity, b.SectionID, b.Adjacent)
 	}
 	for _, g := range in.GeneralAdmission {
 		req.GeneralAdmission = append(req.GeneralAdmission, holds.GARequest{SectionID: g.SectionID, Quantity: g.Quantity})

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ticketing/ticketing/apperr"
+	"github.com/ticketing/ticketing/catalog"
 	"github.com/ticketing/ticketing/store"
 )
 
@@ -38,11 +39,16 @@ type Service struct {
 	// CacheTTL is how long the result of a search is reused for the same
 	// search (default 1 s; negative: never). Search may lag by design.
 	CacheTTL time.Duration
+	// Catalog loads the events of a page of hits (Events); app sets it to
+	// the catalog service's EventsByIDs.
+	Catalog EventLoader
 
 	ready     atomic.Bool
 	metrics   *metrics
 	cacheOnce sync.Once
 	cache     *ttlCache[Result]
+	pagesOnce sync.Once
+	pages     *Cache[map[string]catalog.Event]
 }
 
 var _ Projector = (*Service)(nil)

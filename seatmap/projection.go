@@ -79,6 +79,9 @@ func newVersion(snap *Snapshot) *version {
 // Snapshot returns the event's seat map from its projection. Its Cursor is
 // a stream position it holds every change up to.
 func (s *Service) Snapshot(ctx context.Context, eventID string) (*Snapshot, error) {
+	if s == nil {
+		return nil, fmt.Errorf("seat map not configured: %w", apperr.ErrServiceUnavailable)
+	}
 	v, err := s.snapshot(ctx, eventID)
 	if err != nil {
 		return nil, err

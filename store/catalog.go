@@ -111,21 +111,6 @@ type Availability struct {
 	Capacity  int    `db:"capacity"`
 }
 
-// SeatState is the effective status of one seat of an event.
-type SeatState struct {
-	SeatID    string `db:"seat_id"`
-	SectionID string `db:"section_id"`
-	Status    string `db:"status"`
-	Version   int64  `db:"version"`
-}
-
-// GAState is the availability of one general-admission section of an event.
-type GAState struct {
-	SectionID string `db:"section_id"`
-	Available int    `db:"available"`
-	Version   int64  `db:"version"`
-}
-
 const (
 	venueCols = `v.id, v.name, v.address, v.city, v.country, v.lat, v.lon,
 	COALESCE((SELECT sum(s.capacity) FROM sections s WHERE s.venue_id = v.id), 0)::int AS capacity`
@@ -192,15 +177,6 @@ ORDER BY e.id, s.position, g.n`
 	count(*) FILTER (WHERE status = 'SOLD')::int AS sold,
 	count(*)::int AS capacity
 FROM inventory WHERE event_id = ANY($1::uuid[]) GROUP BY event_id`
-	sqlInventorySeatStates = `SELECT seat_id, section_id,
-	inventory_status(status, expires_at) AS status,
-	version
-FROM inventory WHERE event_id = $1 AND seat_id IS NOT NULL ORDER BY id`
-	// The live seat map's count (ga_availability), in section order.
-	sqlInventoryGAStates = `SELECT g.section_id, g.available, g.version
-FROM ga_availability g JOIN sections s ON s.id = g.section_id
-WHERE g.event_id = $1
-ORDER BY s.position`
 
 	sqlCatalogOutboxInsert = `INSERT INTO outbox (event_id, topic, payload)
 SELECT t.event_id, 'catalog', jsonb_build_object('eventId', t.event_id, 'version', t.version)
@@ -396,16 +372,6 @@ func (s *Store) InventoryCreate(ctx context.Context, eventIDs []string) (int64, 
 // inventory are absent.
 func (s *Store) InventoryAvailability(ctx context.Context, eventIDs []string) ([]Availability, error) {
 	return catalogRows[Availability](ctx, s, "inventory availability", sqlInventoryAvailability, eventIDs)
-}
-
-// InventorySeatStates returns the effective status of every seat of an event.
-func (s *Store) InventorySeatStates(ctx context.Context, eventID string) ([]SeatState, error) {
-	return catalogRows[SeatState](ctx, s, "inventory seat states", sqlInventorySeatStates, eventID)
-}
-
-// InventoryGAStates returns the availability of every GA section of an event.
-func (s *Store) InventoryGAStates(ctx context.Context, eventID string) ([]GAState, error) {
-	return catalogRows[GAState](ctx, s, "inventory ga states", sqlInventoryGAStates, eventID)
 }
 
 // CatalogOutboxInsert records catalog changes of events (topic "catalog",
