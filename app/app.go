@@ -76,6 +76,9 @@ type App struct {
 	stopNotify func()
 	outboxKick func()
 	ordersPool *pgxpool.Pool
+	// checkout is what the adaptive admission controller reads besides the
+	// hold path (pressure.go).
+	checkout checkoutGauges
 
 	Resolver *resolvers.Resolver
 

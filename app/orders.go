@@ -26,8 +26,9 @@ func (a *App) initOrders() error {
 	if err != nil {
 		return fmt.Errorf("TICKET_SIGNING_KEY: %w", err)
 	}
+	a.checkout.provider = payments.NewGauge(p)
 	cfg := orders.Config{
-		Provider:      p,
+		Provider:      a.checkout.provider,
 		ProviderName:  a.Cfg.PaymentsProvider,
 		PublicBaseURL: a.Cfg.PublicBaseURL,
 		TicketKeys:    keys,
@@ -94,7 +95,7 @@ func (a *App) mountOrders(mux *http.ServeMux) {
 	if a.Orders == nil {
 		return
 	}
-	mux.Handle("POST /webhooks/payments", a.Orders.WebhookHandler())
+	mux.Handle("POST /webhooks/payments", a.checkout.timeConfirmations(a.Orders.WebhookHandler()))
 }
 
 // runOrders runs the compensation and reconciliation workers.

@@ -84,4 +84,11 @@ func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 		return err == nil && status == "CONFIRMED"
 	}, 60*time.Second, 20*time.Millisecond, "the order was not confirmed while the main pool was exhausted (last status %q)", status)
 	t.Logf("confirmed %v after payment, with all %d connections of the main pool taken", time.Since(paid).Round(time.Millisecond), len(taken))
+
+	// The admission controller saw it: the notification's application,
+	// timed at the webhook (read within milliseconds, well inside
+	// recent.Stale), and no failed provider call.
+	p := a.CheckoutPressure()
+	require.Positive(t, p.Confirm, "the confirmation's latency reaches the controller")
+	require.Zero(t, p.ProviderFailed)
 }

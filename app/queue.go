@@ -16,16 +16,9 @@ func (a *App) initQueue() error {
 	var err error
 	deps := queue.Deps{Redis: a.Redis, Events: a.Store, Now: a.Now, Log: a.Log, Metrics: a.Metrics}
 	if qcfg.Adaptive {
-		// Adaptive admission: the hold path's latency and refusals set the
-		// rate; QUEUE_ADMIT_RATE/QUEUE_WINDOW are ceilings. a.Holds is
-		// built right after the queue, before any controller runs.
-		deps.Pressure = func() queue.Pressure {
-			if a.Holds == nil {
-				return queue.Pressure{}
-			}
-			l, shed := a.Holds.Pressure()
-			return queue.Pressure{Latency: l, Shed: shed}
-		}
+		// Adaptive admission: checkout's latencies and refusals set the
+		// rate; QUEUE_ADMIT_RATE/QUEUE_WINDOW are ceilings (pressure.go).
+		deps.Pressure = a.CheckoutPressure
 	}
 	a.Queue, err = queue.New(deps, qcfg)
 	if err != nil {

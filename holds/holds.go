@@ -27,6 +27,7 @@ import (
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/internal/recent"
 	"github.com/ticketing/ticketing/outbox"
 	"github.com/ticketing/ticketing/store"
 )
@@ -102,12 +103,10 @@ type Service struct {
 	fallbackSem chan struct{}
 	lane        chan struct{}
 
-	pressMu sync.Mutex
-	latEWMA float64   // seconds, of the hold transactions (lane wait included)
-	latAt   time.Time // last update
-	shedN   uint64
-	terms   sync.Map // eventID -> leaseTerms
-	bounds  sync.Map // eventID/sectionID -> bestBounds
+	// pressure is the hold path's recent latency and shed holds (Pressure).
+	pressure recent.Latency
+	terms    sync.Map // eventID -> leaseTerms
+	bounds   sync.Map // eventID/sectionID -> bestBounds
 }
 
 // leaseTerms are what a request needs to know of its event before taking
@@ -152,30 +151,13 @@ func New(st *store.Store, cfg Config) *Service {
 
 // observe feeds a hold's latency (lane wait + transaction) into the EWMA
 // that Pressure reports.
-func (s *Service) observe(d time.Duration) {
-	s.pressMu.Lock()
-	defer s.pressMu.Unlock()
-	now := time.Now()
-	if s.latAt.IsZero() || now.Sub(s.latAt) > 2*time.Second {
-		s.latEWMA = d.Seconds()
-	} else {
-		s.latEWMA += 0.1 * (d.Seconds() - s.latEWMA)
-	}
-	s.latAt = now
-}
+func (s *Service) observe(d time.Duration) { s.pressure.Observe(d) }
 
 // Pressure reports the hold path's recent latency (an EWMA of lane wait +
 // transaction; zero when no hold ran in the last 2 s) and the number of
 // holds shed so far: the adaptive admission controller's signal
 // (queue.Deps.Pressure).
-func (s *Service) Pressure() (latency time.Duration, shed uint64) {
-	s.pressMu.Lock()
-	defer s.pressMu.Unlock()
-	if !s.latAt.IsZero() && time.Since(s.latAt) <= 2*time.Second {
-		latency = time.Duration(s.latEWMA * float64(time.Second))
-	}
-	return latency, s.shedN
-}
+func (s *Service) Pressure() (latency time.Duration, shed uint64) { return s.pressure.Read() }
 
 // enterLane takes a place among the hold transactions in flight, or
 // refuses after LaneWait (RATE_LIMITED with a retry delay): a saturated
@@ -193,9 +175,7 @@ func (s *Service) enterLane(ctx context.Context) (release func(), err error) {
 		return func() { <-s.lane }, nil
 	case <-t.C:
 		s.metrics.shed.Inc()
-		s.pressMu.Lock()
-		s.shedN++
-		s.pressMu.Unlock()
+		s.pressure.Fail()
 		return nil, fmt.Errorf("create hold: the hold path is saturated: %w", &apperr.RateLimitedError{RetryAfter: s.cfg.LaneRetryAfter})
 	case <-ctx.Done():
 		return nil, errors.Join(apperr.ErrServiceUnavailable, ctx.Err())

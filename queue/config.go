@@ -62,6 +62,11 @@ type Config struct {
 	LatencyTarget time.Duration
 	RateInterval  time.Duration
 	RateDecrease  float64
+	// ConfirmTarget, ProviderTarget and PoolWaitTarget are the other
+	// signals' limits: the latency of applying a payment notification up to
+	// the order's confirmation, of a call to the payment provider, and of
+	// waiting for a Postgres connection, above which the rate backs off.
+	ConfirmTarget, ProviderTarget, PoolWaitTarget time.Duration
 	// JoinWait is how long a queueUpdates stream opened before the user
 	// joined waits for the join.
 	JoinWait time.Duration
@@ -90,6 +95,11 @@ func DefaultConfig() Config {
 		LatencyTarget: 200 * time.Millisecond,
 		RateInterval:  time.Second,
 		RateDecrease:  0.7,
+		// The sale's target is a notification confirmed within 1 s (p99):
+		// back off while the average is at half of it.
+		ConfirmTarget:  500 * time.Millisecond,
+		ProviderTarget: 2 * time.Second,
+		PoolWaitTarget: 50 * time.Millisecond,
 	}
 }
 
@@ -136,6 +146,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JoinWait <= 0 {
 		c.JoinWait = d.JoinWait
+	}
+	if c.ConfirmTarget <= 0 {
+		c.ConfirmTarget = d.ConfirmTarget
+	}
+	if c.ProviderTarget <= 0 {
+		c.ProviderTarget = d.ProviderTarget
+	}
+	if c.PoolWaitTarget <= 0 {
+		c.PoolWaitTarget = d.PoolWaitTarget
 	}
 	return c
 }

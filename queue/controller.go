@@ -7,22 +7,60 @@ import (
 	"github.com/ticketing/ticketing/redisstore"
 )
 
-// Pressure is what the checkout path reports about itself: the recent
-// latency of hold transactions and the holds refused so far because the
-// hold path was saturated (a running count).
+// Pressure is what the checkout path reports about itself. Latencies are
+// recent averages (zero: nothing measured lately); counts are running
+// totals, of which the controller watches the growth.
 type Pressure struct {
+	// Latency is that of hold transactions (lane wait + transaction), and
+	// Shed the holds refused so far because the hold path was saturated.
 	Latency time.Duration
 	Shed    uint64
+	// Confirm is the latency of applying a verified payment notification
+	// (up to the order's CONFIRMED): the paid buyers' path, which must
+	// never wait behind new holds.
+	Confirm time.Duration
+	// Provider is the latency of calls to the payment provider, and
+	// ProviderFailed the calls that failed for the provider's sake.
+	Provider       time.Duration
+	ProviderFailed uint64
+	// PoolWait is the recent wait for a Postgres connection.
+	PoolWait time.Duration
 }
+
+// judge is the controller's decision for one interval given the pressure
+// now and the running counts at the last decision (prev).
+func (c Config) judge(p, prev Pressure, first, demand bool) (redisstore.RateDecision, string) {
+	switch {
+	case p.Shed > prev.Shed && !first:
+		return redisstore.RateDecrease, "shed"
+	case p.Latency > c.LatencyTarget:
+		return redisstore.RateDecrease, "latency"
+	case p.Confirm > c.ConfirmTarget:
+		return redisstore.RateDecrease, "confirm"
+	case p.ProviderFailed > prev.ProviderFailed && !first, p.Provider > c.ProviderTarget:
+		return redisstore.RateDecrease, "provider"
+	case p.PoolWait > c.PoolWaitTarget:
+		return redisstore.RateDecrease, "pool"
+	case p.Latency < c.LatencyTarget/2 && p.Confirm < c.ConfirmTarget/2 && demand:
+		return redisstore.RateIncrease, "room"
+	}
+	return redisstore.RateHold, ""
+}
+
+// reasons are the values of the rate's reason metric.
+var reasons = []string{"start", "room", "latency", "shed", "confirm", "provider", "pool"}
 
 // Adaptive admission (issue 17): with Deps.Pressure set, the controller
 // sets each event's admission rate from what checkout sustains, AIMD like
 // a congestion controller: once per RateInterval, whichever instance gets
 // there first, the shared rate (Redis, the event's meta hash) is
-//   - multiplied by RateDecrease when holds were shed or hold latency is
-//     above LatencyTarget (it backs off before latency explodes);
-//   - raised by RateStep when latency is below half the target and people
-//     are waiting (it climbs while there is room);
+//   - multiplied by RateDecrease when holds were shed, hold latency is
+//     above LatencyTarget, confirming a payment notification takes more
+//     than ConfirmTarget, the payment provider fails or is slower than
+//     ProviderTarget, or waiting for a Postgres connection takes more than
+//     PoolWaitTarget (it backs off before latency explodes; Config.judge);
+//   - raised by RateStep when hold and confirmation latency are below half
+//     their targets and people are waiting (it climbs while there is room);
 //   - left alone otherwise.
 //
 // QUEUE_ADMIT_RATE and QUEUE_WINDOW are ceilings: the rate never exceeds
@@ -32,7 +70,7 @@ type Pressure struct {
 
 type rateState struct {
 	decided time.Time
-	shed    uint64
+	last    Pressure // at the decision, for the running counts
 	demand  bool
 }
 
@@ -46,15 +84,8 @@ func (s *Service) adaptiveRate(octxNow time.Time, eventID string, adjust func(re
 	dec, why := redisstore.RateHold, ""
 	if octxNow.Sub(st.decided) >= s.cfg.RateInterval {
 		p := s.pressure()
-		switch {
-		case p.Shed > st.shed && st.decided != (time.Time{}):
-			dec, why = redisstore.RateDecrease, "shed"
-		case p.Latency > s.cfg.LatencyTarget:
-			dec, why = redisstore.RateDecrease, "latency"
-		case p.Latency < s.cfg.LatencyTarget/2 && st.demand:
-			dec, why = redisstore.RateIncrease, "room"
-		}
-		st.decided, st.shed = octxNow, p.Shed
+		dec, why = s.cfg.judge(p, st.last, st.decided.IsZero(), st.demand)
+		st.decided, st.last = octxNow, p
 		s.rates[eventID] = st
 	}
 	s.rateMu.Unlock()
@@ -68,7 +99,7 @@ func (s *Service) adaptiveRate(octxNow time.Time, eventID string, adjust func(re
 		return ceil / 4, max(1, s.cfg.Window/4) // Redis trouble: the admit pass fails anyway
 	}
 	s.m.rate.WithLabelValues(eventID).Set(rate)
-	for _, r := range []string{"start", "room", "latency", "shed"} {
+	for _, r := range reasons {
 		v := 0.0
 		if r == reason {
 			v = 1

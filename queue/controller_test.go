@@ -14,11 +14,24 @@ import (
 // sim is a checkout backend of a given capacity (admissions per second it
 // sustains): its hold latency is that of a queue, 20 ms / (1 - load /
 // capacity), and 2 s once the load reaches the capacity. The load is what
-// the controllers admitted during the last second.
+// the controllers admitted during the last second. With confirmCapacity,
+// the confirmation of payments is a second queue of its own capacity
+// (50 ms / (1 - load / confirmCapacity)), the bottleneck when smaller.
 type sim struct {
-	mu       sync.Mutex
-	capacity float64
-	recent   []int // admissions per 100 ms step, last 10
+	mu              sync.Mutex
+	capacity        float64
+	confirmCapacity float64
+	recent          []int // admissions per 100 ms step, last 10
+}
+
+// queueLatency is the latency of a queue of base service time at load
+// over capacity (2 s when saturated).
+func queueLatency(base time.Duration, load, capacity float64) time.Duration {
+	rho := load / capacity
+	if rho >= 1 {
+		return 2 * time.Second
+	}
+	return time.Duration(float64(base) / (1 - rho))
 }
 
 func (m *sim) pressure() Pressure {
@@ -28,11 +41,11 @@ func (m *sim) pressure() Pressure {
 	for _, n := range m.recent {
 		load += n
 	}
-	rho := float64(load) / m.capacity
-	if rho >= 1 {
-		return Pressure{Latency: 2 * time.Second}
+	p := Pressure{Latency: queueLatency(20*time.Millisecond, float64(load), m.capacity)}
+	if m.confirmCapacity > 0 {
+		p.Confirm = queueLatency(50*time.Millisecond, float64(load), m.confirmCapacity)
 	}
-	return Pressure{Latency: time.Duration(float64(20*time.Millisecond) / (1 - rho))}
+	return p
 }
 
 func (m *sim) step(admitted int) {
@@ -131,4 +144,95 @@ func TestAdaptiveAdmissionFollowsCapacity(t *testing.T) {
 	}
 	require.Less(t, sum/10, 1.1*30)
 	require.Greater(t, sum/10, 0.5*30)
+}
+
+// TestAdaptiveAdmissionFollowsConfirmations: the hold path has room to
+// spare (1,000/s) but payments confirm at 40/s: the rate follows the
+// confirmations, not the holds, and backs off when they slow to 20/s.
+func TestAdaptiveAdmissionFollowsConfirmations(t *testing.T) {
+	f := newFixture(t, -time.Hour)
+	m := &sim{capacity: 1000, confirmCapacity: 40}
+	cfg := Config{AdmitRate: 100, AdmitBurst: 100, Window: 1000000,
+		SigningKey: []byte("test-queue-signing-key-0123456789"), KeyPrefix: f.prefix,
+		JoinUserRate: 1000, JoinUserBurst: 1000}
+	s, err := New(Deps{Redis: f.rdb, Events: f.events, Now: f.clk.Now, Pressure: m.pressure}, cfg)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for _, u := range users(6000) {
+		wg.Go(func() {
+			_, err := s.Join(ctx, f.event, u, "")
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	var rates []float64
+	run := func(seconds int) {
+		for i := range seconds * 10 {
+			f.clk.Add(100 * time.Millisecond)
+			got, err := s.AdmitEvent(ctx, f.event)
+			require.NoError(t, err)
+			m.step(len(got))
+			if i%10 == 9 {
+				r, _, err := s.store.AdjustRate(ctx, f.event, redisstore.RateParams{Now: f.clk.Now(), Ceiling: 1e9, Decision: redisstore.RateHold})
+				require.NoError(t, err)
+				rates = append(rates, r)
+			}
+		}
+	}
+	avg := func(xs []float64) float64 {
+		var sum float64
+		for _, x := range xs {
+			sum += x
+		}
+		return sum / float64(len(xs))
+	}
+	run(60)
+	t.Logf("confirmations at 40/s: per second %v", rates)
+	require.Greater(t, avg(rates[30:]), 0.6*40, "near the confirmation capacity")
+	require.Less(t, avg(rates[30:]), 1.1*40, "held to the confirmations, though holds have room")
+
+	m.mu.Lock()
+	m.confirmCapacity = 20
+	m.mu.Unlock()
+	before := len(rates)
+	run(20)
+	after := rates[before:]
+	t.Logf("confirmations slowed to 20/s: per second %v", after)
+	require.Less(t, after[4], 20.0, "below the new capacity within 5 s")
+	require.Less(t, avg(after[10:]), 1.1*20)
+}
+
+// TestJudgeNamesEachSignal: each signal backs the rate off with its own
+// reason, a running count backs off only when it grew (and not at the
+// first decision), and the rate climbs only with room on holds and
+// confirmations and people waiting.
+func TestJudgeNamesEachSignal(t *testing.T) {
+	c := DefaultConfig()
+	calm := Pressure{Latency: 10 * time.Millisecond, Confirm: 10 * time.Millisecond, Provider: 100 * time.Millisecond, Shed: 3, ProviderFailed: 2}
+	for _, tc := range []struct {
+		name          string
+		p             Pressure
+		first, demand bool
+		dec           redisstore.RateDecision
+		why           string
+	}{
+		{"room", calm, false, true, redisstore.RateIncrease, "room"},
+		{"no one waiting", calm, false, false, redisstore.RateHold, ""},
+		{"shed", Pressure{Shed: 4}, false, true, redisstore.RateDecrease, "shed"},
+		{"shed count at the first decision", Pressure{Shed: 4}, true, true, redisstore.RateIncrease, "room"},
+		{"hold latency", Pressure{Latency: time.Second}, false, true, redisstore.RateDecrease, "latency"},
+		{"confirmations", Pressure{Confirm: time.Second}, false, true, redisstore.RateDecrease, "confirm"},
+		{"provider failures", Pressure{ProviderFailed: 3, Shed: 3}, false, true, redisstore.RateDecrease, "provider"},
+		{"slow provider", Pressure{Provider: 3 * time.Second, Shed: 3, ProviderFailed: 2}, false, true, redisstore.RateDecrease, "provider"},
+		{"pool wait", Pressure{PoolWait: time.Second, Shed: 3, ProviderFailed: 2}, false, true, redisstore.RateDecrease, "pool"},
+		{"confirmations between half and the target", Pressure{Confirm: 300 * time.Millisecond, Shed: 3, ProviderFailed: 2}, false, true, redisstore.RateHold, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dec, why := c.judge(tc.p, Pressure{Shed: 3, ProviderFailed: 2}, tc.first, tc.demand)
+			require.Equal(t, tc.dec, dec)
+			require.Equal(t, tc.why, why)
+		})
+	}
 }

@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"event_id"}),
 		reason: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketing_queue_admit_rate_reason",
-			Help: "1 for the reason of the last change of the event's admission rate (start, room, latency, shed).",
+			Help: "1 for the reason of the last change of the event's admission rate (start, room, latency, shed, confirm, provider, pool; queue.Config.judge).",
 		}, []string{"event_id", "reason"}),
 	}
 	if reg != nil {
