@@ -35,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -524,8 +523,3 @@ func (s *Service) Updates(ctx context.Context, user auth.User, orderID string) (
 // TicketKeysJWKS is the JWK Set of the ticket codes' public keys (GET
 // /api/ticket-keys).
 func (s *Service) TicketKeysJWKS() []byte { return s.cfg.TicketKeys.JWKS() }
-
-// WebhookHandler is POST /webhooks/payments for the service's provider.
-func (s *Service) WebhookHandler() http.Handler {
-	return payments.WebhookHandler(s.cfg.Provider, s.cfg.ProviderName, s, s.cfg.Now, s.cfg.Log)
-}

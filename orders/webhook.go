@@ -4,10 +4,55 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
 )
+
+// maxWebhookBody bounds a notification body.
+const maxWebhookBody = 1 << 20
+
+// WebhookHandler serves POST /webhooks/payments for the service's
+// provider. It authenticates the raw body with the provider's signature
+// (constant time, 5-minute tolerance) before parsing anything: a missing,
+// forged or stale signature is 401 and changes nothing; a signed body that
+// is not a notification is 400. A verified notification is answered 200
+// only once ApplyNotification has recorded it durably; a failure there is
+// 500, so the provider retries.
+func (s *Service) WebhookHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+		if err != nil {
+			http.Error(w, "body too large or unreadable", http.StatusBadRequest)
+			return
+		}
+		n, err := s.cfg.Provider.VerifyWebhook(r.Header, body, s.cfg.Now())
+		switch {
+		case errors.Is(err, payments.ErrInvalidSignature):
+			s.cfg.Log.Warn("webhook rejected: invalid signature", "err", err, "remote", r.RemoteAddr)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		case err != nil:
+			s.cfg.Log.Warn("webhook rejected: bad notification", "err", err)
+			http.Error(w, "bad notification", http.StatusBadRequest)
+			return
+		}
+		if err := s.ApplyNotification(r.Context(), s.cfg.ProviderName, n, body); err != nil {
+			s.cfg.Log.Error("webhook not recorded", "notification", n.ID, "err", err)
+			http.Error(w, "not recorded, retry", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"received":true}`))
+	})
+}
 
 // ApplyNotification applies a verified provider notification: deduplicated
 // by its id through webhook_inbox in the same transaction as its effect,
