@@ -4,24 +4,60 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ticketing/ticketing/holds"
 	"github.com/ticketing/ticketing/store"
 )
 
-// voidOthers enqueues the void of the order's other open attempts (an
-// older attempt succeeded while a newer one was open).
-func (s *Service) voidOthers(ctx context.Context, tx *store.Store, orderID, paidID string) error {
+// voidAttempts enqueues the void of the order's attempts that must be
+// voided at the provider (voidable), but the one of id except, once the
+// order can no longer use them; a note, if any, is recorded on each.
+func (s *Service) voidAttempts(ctx context.Context, tx *store.Store, orderID, except, note string) error {
 	ps, err := tx.OrderPayments(ctx, orderID)
 	if err != nil {
 		return err
 	}
 	for _, p := range ps {
-		if p.ID != paidID && s.voidable(p.Status) {
-			if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
+		if p.ID == except || !s.voidable(p.Status) {
+			continue
+		}
+		if note != "" {
+			if err := tx.RecordPaymentEvent(ctx, p.ID, p.Status, note); err != nil {
 				return err
 			}
 		}
+		if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// endedStatus is the status of an order whose hold h is no longer active:
+// CANCELLED if its owner cancelled it, else EXPIRED (it ran out).
+func endedStatus(h store.Hold) string {
+	if h.Status == holds.StatusCancelled {
+		return OrderCancelled
+	}
+	return OrderExpired
+}
+
+// lateCharge ends order o, whose hold is no longer active (why: what
+// confirm found), after payment p (locked) succeeded on it: the order is
+// EXPIRED or CANCELLED as expire would have made it, its other attempts
+// (a retry) are voided, or the provider could still take money on them,
+// and the charge is compensated.
+func (s *Service) lateCharge(ctx context.Context, tx *store.Store, o Order, p Payment, why string) error {
+	h, err := tx.GetHold(ctx, o.HoldID)
+	if err != nil {
+		return err
+	}
+	if err := tx.SetOrderStatus(ctx, o.ID, endedStatus(h)); err != nil {
+		return err
+	}
+	if err := s.voidAttempts(ctx, tx, o.ID, p.ID, ""); err != nil {
+		return err
+	}
+	return s.compensate(ctx, tx, p.ID, "late charge: "+why)
 }
 
 // compensate marks a succeeded payment REFUND_PENDING and enqueues its
@@ -44,7 +80,7 @@ func (s *Service) expireIfDue(ctx context.Context, o Order) (Order, error) {
 		return o, nil
 	}
 	h, err := s.st.GetHold(ctx, o.HoldID)
-	if err != nil || h.Status == "ACTIVE" {
+	if err != nil || h.Status == holds.StatusActive {
 		return o, err
 	}
 	if err := s.expire(ctx, o.ID); err != nil {
@@ -63,31 +99,13 @@ func (s *Service) expire(ctx context.Context, orderID string) error {
 			return err
 		}
 		h, err := tx.GetHold(ctx, o.HoldID)
-		if err != nil || h.Status == "ACTIVE" {
+		if err != nil || h.Status == holds.StatusActive {
 			return err
 		}
-		status := OrderExpired
-		if h.Status == "CANCELLED" {
-			status = OrderCancelled
-		}
+		status := endedStatus(h)
 		if err := tx.SetOrderStatus(ctx, o.ID, status); err != nil {
 			return err
 		}
-		ps, err := tx.OrderPayments(ctx, o.ID)
-		if err != nil {
-			return err
-		}
-		for _, p := range ps {
-			if !s.voidable(p.Status) {
-				continue
-			}
-			if err := tx.RecordPaymentEvent(ctx, p.ID, p.Status, "order "+status+" (hold "+h.Status+"): void requested"); err != nil {
-				return err
-			}
-			if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.voidAttempts(ctx, tx, o.ID, "", "order "+status+" (hold "+h.Status+"): void requested")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ticketing/ticketing/holds"
 	"github.com/ticketing/ticketing/outbox"
 	"github.com/ticketing/ticketing/store"
 	"github.com/ticketing/ticketing/tickets"
@@ -54,7 +55,7 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 		if err != nil {
 			return err
 		}
-		if h.Status != "ACTIVE" {
+		if h.Status != holds.StatusActive {
 			why = "hold " + h.Status
 			return errNotConfirmable
 		}

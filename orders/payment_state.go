@@ -124,119 +124,19 @@ func fromNotification(typ string) string {
 	return ""
 }
 
-// settle records the provider's view of a payment (its id, checkout page
-// and status) through the state machine.
-func (s *Service) settle(ctx context.Context, paymentID string, pp payments.ProviderPayment, reason string) error {
-	var eff effects
-	err := s.st.InTx(ctx, func(tx *store.Store) error {
-		p, o, err := lockPayment(ctx, tx, paymentID)
-		if err != nil {
-			return err
-		}
-		if bad, err := disagrees(ctx, tx, s.cfg.ProviderName, p, pp); err != nil {
-			return err
-		} else if bad {
-			if p.ProviderRef == nil && pp.ID != "" {
-				// The answer to our own create (same key): it is this
-				// attempt's payment, recorded so that it is recognised.
-				if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
-					return err
-				}
-				ref := pp.ID
-				p.ProviderRef = &ref
-			}
-			eff, err = s.mismatch(ctx, tx, s.cfg.ProviderName, o, p, pp, reason)
-			return err
-		}
-		if pp.ID != "" && p.ProviderRef == nil {
-			if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
-				return err
-			}
-			if err := tx.TouchOrder(ctx, o.ID); err != nil {
-				return err
-			}
-		}
-		to := fromProvider(pp.Status)
-		if to == "" {
-			return fmt.Errorf("unknown provider status %q", pp.Status)
-		}
-		if pp.Status == payments.StatusSucceeded && pp.RefundedAmount > 0 {
-			if err := s.partialRefund(ctx, tx, p, pp.RefundedAmount, reason); err != nil {
-				return err
-			}
-		}
-		eff, err = s.apply(ctx, tx, o, p, to, reason, reversalOf(pp))
-		return err
-	})
-	s.after(ctx, eff, err)
-	return err
-}
-
-// transition moves a payment to a status for a reason of ours. With
-// onlyFrom, the decision was taken on a status read earlier (before a
-// provider call): it is a compare-and-set on that status, and is dropped
-// (recorded as a note) if the payment has moved since: a concurrent actor
-// knew more. Without it, the reason is a fact from the provider (a refund
-// it confirmed) that holds whatever the current status, and the state
-// machine decides.
-func (s *Service) transition(ctx context.Context, paymentID, to, reason string, onlyFrom ...string) error {
-	var eff effects
-	err := s.st.InTx(ctx, func(tx *store.Store) error {
-		p, o, err := lockPayment(ctx, tx, paymentID)
-		if err != nil {
-			return err
-		}
-		if len(onlyFrom) > 0 && !slices.Contains(onlyFrom, p.Status) {
-			if p.Status == to {
-				return nil
-			}
-			return tx.RecordPaymentEvent(ctx, p.ID, p.Status,
-				"ignored "+to+" decided on stale status "+strings.Join(onlyFrom, "|")+": "+reason)
-		}
-		eff, err = s.apply(ctx, tx, o, p, to, reason)
-		return err
-	})
-	s.after(ctx, eff, err)
-	return err
-}
-
-// lockPayment locks the payment's order, then the payment (the lock order).
-func lockPayment(ctx context.Context, tx *store.Store, paymentID string) (Payment, Order, error) {
-	p, err := tx.GetPayment(ctx, paymentID)
-	if err != nil {
-		return p, Order{}, err
-	}
-	o, err := tx.GetOrderForUpdate(ctx, p.OrderID)
-	if err != nil {
-		return p, o, err
-	}
-	p, err = tx.GetPaymentForUpdate(ctx, paymentID)
-	return p, o, err
-}
-
-// reversalOf is the kind of reversal a provider payment reports: "dispute"
-// for a chargeback, else "refund".
-func reversalOf(pp payments.ProviderPayment) string {
-	if pp.FailureCode == payments.FailureDisputed {
-		return "dispute"
-	}
-	return "refund"
-}
-
-// partialRefund records a partial refund the provider reports on a
-// payment that stays SUCCEEDED: the order is left as it is (a person
-// decides: the audit reports PARTIAL_REFUND) and the payment's history
-// says so.
-func (s *Service) partialRefund(ctx context.Context, tx *store.Store, p Payment, amount int64, reason string) error {
-	if err := tx.SetPaymentReversal(ctx, p.ID, "partial_refund", amount); err != nil {
-		return err
-	}
-	return tx.RecordPaymentEvent(ctx, p.ID, p.Status, fmt.Sprintf("%s: the provider reports %d %s of %d refunded (partial: order kept, see the audit)",
-		reason, amount, p.Currency, p.Amount))
-}
-
-// apply is the state machine step of payment p (locked, with its order o
-// locked) to status to, with its effects on the order, in tx.
+// advance is the one step of the state machine: payment p (locked, with
+// its order o locked) moves to status to, with its effects on the order, in
+// tx. Every change of a payment's status that the provider reports comes
+// here, through one of three entries that lock the payment:
+//
+//	ApplyNotification (webhook.go)  a verified notification
+//	recordAnswer                    the provider's answer to our call
+//	recordStatus                    a refusal of our create, a refund confirmed
+//
+// (mismatch fails an open attempt through it too). Its effects: a success
+// confirms the order (confirm) or, the order being past confirming, is
+// compensated (compensate, lateCharge); a failure of the open attempt
+// leaves the order PAYMENT_FAILED, open to retryPayment.
 //
 // A REFUNDED reported while the payment is SUCCEEDED and its order
 // CONFIRMED is a reversal the provider made on its own (a dashboard refund;
@@ -244,7 +144,7 @@ func (s *Service) partialRefund(ctx context.Context, tx *store.Store, p Payment,
 // order (any other success is compensated at once), so the order is
 // refunded too (refundOrder: tickets VOID, seats back on sale), with
 // nothing more to refund.
-func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string, rev ...string) (effects, error) {
+func (s *Service) advance(ctx context.Context, tx *store.Store, o Order, p Payment, to, reason string, rev ...string) (effects, error) {
 	var eff effects
 	// Compare-and-set on the status read; a lost race (the row is locked
 	// by lockPayment, so only a caller that did not lock it can lose)
@@ -300,30 +200,128 @@ func (s *Service) apply(ctx context.Context, tx *store.Store, o Order, p Payment
 			return eff, err
 		}
 		if confirmed != nil {
+			// An older attempt succeeded while a newer one was open.
 			eff.confirmed = confirmed
-			return eff, s.voidOthers(ctx, tx, o.ID, p.ID)
+			return eff, s.voidAttempts(ctx, tx, o.ID, p.ID, "")
 		}
-		// The hold ran out (EXPIRED) or its owner cancelled it (CANCELLED),
-		// as expire() decides.
-		status := OrderExpired
-		if h, err := tx.GetHold(ctx, o.HoldID); err != nil {
-			return eff, err
-		} else if h.Status == "CANCELLED" {
-			status = OrderCancelled
-		}
-		if err := tx.SetOrderStatus(ctx, o.ID, status); err != nil {
-			return eff, err
-		}
-		// The order is over: its other open attempt (a retry) is voided,
-		// as expire() does, or the provider could still take money on it.
-		if err := s.voidOthers(ctx, tx, o.ID, p.ID); err != nil {
-			return eff, err
-		}
-		return eff, s.compensate(ctx, tx, p.ID, "late charge: "+why)
+		return eff, s.lateCharge(ctx, tx, o, p, why)
 	case PaymentFailed, PaymentCancelled, PaymentRefunded:
 		if Open(p.Status) && o.Status == OrderAwaitingPayment {
 			return eff, tx.SetOrderStatus(ctx, o.ID, OrderPaymentFailed)
 		}
 	}
 	return eff, nil
+}
+
+// recordAnswer records the provider's answer to a call of ours about a
+// payment (create, get, cancel: its id, checkout page and status): the
+// entry of createOrder, retryPayment, the reconciler and the void job.
+func (s *Service) recordAnswer(ctx context.Context, paymentID string, pp payments.ProviderPayment, reason string) error {
+	var eff effects
+	err := s.st.InTx(ctx, func(tx *store.Store) error {
+		p, o, err := lockPayment(ctx, tx, paymentID)
+		if err != nil {
+			return err
+		}
+		if bad, err := disagrees(ctx, tx, s.cfg.ProviderName, p, pp); err != nil {
+			return err
+		} else if bad {
+			if p.ProviderRef == nil && pp.ID != "" {
+				// The answer to our own create (same key): it is this
+				// attempt's payment, recorded so that it is recognised.
+				if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
+					return err
+				}
+				ref := pp.ID
+				p.ProviderRef = &ref
+			}
+			eff, err = s.mismatch(ctx, tx, s.cfg.ProviderName, o, p, pp, reason)
+			return err
+		}
+		if pp.ID != "" && p.ProviderRef == nil {
+			if err := tx.SetPaymentProviderRef(ctx, p.ID, pp.ID, pp.CheckoutURL); err != nil {
+				return err
+			}
+			if err := tx.TouchOrder(ctx, o.ID); err != nil {
+				return err
+			}
+		}
+		to := fromProvider(pp.Status)
+		if to == "" {
+			return fmt.Errorf("unknown provider status %q", pp.Status)
+		}
+		if pp.Status == payments.StatusSucceeded && pp.RefundedAmount > 0 {
+			if err := s.partialRefund(ctx, tx, p, pp.RefundedAmount, reason); err != nil {
+				return err
+			}
+		}
+		eff, err = s.advance(ctx, tx, o, p, to, reason, reversalOf(pp))
+		return err
+	})
+	s.after(ctx, eff, err)
+	return err
+}
+
+// recordStatus moves a payment to a status we learnt without a provider
+// payment in hand (its refusal of our create, a refund it confirmed). With
+// onlyFrom, the decision was taken on a status read earlier (before a
+// provider call): it is a compare-and-set on that status, and is dropped
+// (recorded as a note) if the payment has moved since: a concurrent actor
+// knew more. Without it, the reason is a fact from the provider (a refund
+// it confirmed) that holds whatever the current status, and the state
+// machine decides.
+func (s *Service) recordStatus(ctx context.Context, paymentID, to, reason string, onlyFrom ...string) error {
+	var eff effects
+	err := s.st.InTx(ctx, func(tx *store.Store) error {
+		p, o, err := lockPayment(ctx, tx, paymentID)
+		if err != nil {
+			return err
+		}
+		if len(onlyFrom) > 0 && !slices.Contains(onlyFrom, p.Status) {
+			if p.Status == to {
+				return nil
+			}
+			return tx.RecordPaymentEvent(ctx, p.ID, p.Status,
+				"ignored "+to+" decided on stale status "+strings.Join(onlyFrom, "|")+": "+reason)
+		}
+		eff, err = s.advance(ctx, tx, o, p, to, reason)
+		return err
+	})
+	s.after(ctx, eff, err)
+	return err
+}
+
+// lockPayment locks the payment's order, then the payment (the lock order).
+func lockPayment(ctx context.Context, tx *store.Store, paymentID string) (Payment, Order, error) {
+	p, err := tx.GetPayment(ctx, paymentID)
+	if err != nil {
+		return p, Order{}, err
+	}
+	o, err := tx.GetOrderForUpdate(ctx, p.OrderID)
+	if err != nil {
+		return p, o, err
+	}
+	p, err = tx.GetPaymentForUpdate(ctx, paymentID)
+	return p, o, err
+}
+
+// reversalOf is the kind of reversal a provider payment reports: "dispute"
+// for a chargeback, else "refund".
+func reversalOf(pp payments.ProviderPayment) string {
+	if pp.FailureCode == payments.FailureDisputed {
+		return "dispute"
+	}
+	return "refund"
+}
+
+// partialRefund records a partial refund the provider reports on a
+// payment that stays SUCCEEDED: the order is left as it is (a person
+// decides: the audit reports PARTIAL_REFUND) and the payment's history
+// says so.
+func (s *Service) partialRefund(ctx context.Context, tx *store.Store, p Payment, amount int64, reason string) error {
+	if err := tx.SetPaymentReversal(ctx, p.ID, "partial_refund", amount); err != nil {
+		return err
+	}
+	return tx.RecordPaymentEvent(ctx, p.ID, p.Status, fmt.Sprintf("%s: the provider reports %d %s of %d refunded (partial: order kept, see the audit)",
+		reason, amount, p.Currency, p.Amount))
 }

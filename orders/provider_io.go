@@ -98,7 +98,7 @@ func (s *Service) openAtProvider(ctx context.Context, p Payment) {
 	pp, err := s.cfg.Provider.CreatePayment(ctx, req)
 	switch {
 	case err == nil:
-		err = s.settle(ctx, p.ID, pp, "provider answered create: "+string(pp.Status))
+		err = s.recordAnswer(ctx, p.ID, pp, "provider answered create: "+string(pp.Status))
 	case errors.Is(err, payments.ErrIdempotencyKeyReused):
 		s.cfg.Log.Warn("payment create answered idempotency_key_reused: outcome unknown", "payment", p.ID, "err", err)
 		err = s.st.RecordPaymentEvent(ctx, p.ID, p.Status,
@@ -106,7 +106,7 @@ func (s *Service) openAtProvider(ctx context.Context, p Payment) {
 	case classifyCreate(err) == outcomeRefused:
 		// Our decision rests on the status read (UNKNOWN, no answer yet):
 		// if anything recorded an answer meanwhile, it is stale.
-		err = s.transition(ctx, p.ID, PaymentFailed, "provider refused create: "+err.Error(), p.Status)
+		err = s.recordStatus(ctx, p.ID, PaymentFailed, "provider refused create: "+err.Error(), p.Status)
 	default: // unknown outcome or unavailable: the reconciler resolves it with the same key
 		s.cfg.Log.Warn("payment create outcome unknown", "payment", p.ID, "err", err)
 		return
@@ -125,7 +125,7 @@ func (s *Service) resumeUnknown(ctx context.Context, orderID string) {
 	}
 	for _, p := range ps {
 		if Open(p.Status) {
-			_ = s.resolve(ctx, p)
+			_ = s.askProvider(ctx, p)
 		}
 	}
 }
@@ -138,8 +138,11 @@ func (s *Service) resumeUnknown(ctx context.Context, orderID string) {
 // settles it.
 var ErrKeyWindowPassed = errors.New("outcome unknown past the provider's idempotency window: not repeated (resolve it at the provider by the attempt's reference)")
 
-// resolve learns the provider's state of an open attempt and records it.
-func (s *Service) resolve(ctx context.Context, p Payment) error {
+// askProvider learns the provider's state of an open (or rechecked)
+// attempt, by repeating its create with the same key while it has no
+// provider payment, else by reading that payment, and records it
+// (recordAnswer).
+func (s *Service) askProvider(ctx context.Context, p Payment) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ProviderTimeout)
 	defer cancel()
 	var (
@@ -158,7 +161,7 @@ func (s *Service) resolve(ctx context.Context, p Payment) error {
 		if err != nil && classifyCreate(err) == outcomeRefused {
 			// Only valid against the status read: a concurrent answer
 			// (PENDING, a notification) makes the refusal stale.
-			return s.transition(ctx, p.ID, PaymentFailed, "provider refused repeated create: "+err.Error(), p.Status)
+			return s.recordStatus(ctx, p.ID, PaymentFailed, "provider refused repeated create: "+err.Error(), p.Status)
 		}
 		if errors.Is(err, payments.ErrIdempotencyKeyReused) {
 			return fmt.Errorf("payment %s: repeated create: provider holds a payment under this key (outcome unknown): %w", p.ID, err)
@@ -169,7 +172,7 @@ func (s *Service) resolve(ctx context.Context, p Payment) error {
 	if err != nil {
 		return err
 	}
-	return s.settle(ctx, p.ID, pp, "reconciled with provider: "+string(pp.Status))
+	return s.recordAnswer(ctx, p.ID, pp, "reconciled with provider: "+string(pp.Status))
 }
 
 // voidPayment cancels an open attempt of an order that can no longer be
@@ -187,7 +190,7 @@ func (s *Service) voidPayment(ctx context.Context, paymentID string) error {
 		return nil // refused at create: nothing exists to void
 	}
 	if p.ProviderRef == nil {
-		if err := s.resolve(ctx, p); err != nil {
+		if err := s.askProvider(ctx, p); err != nil {
 			return err
 		}
 		if p, err = s.st.GetPayment(ctx, paymentID); err != nil || !Open(p.Status) {
@@ -199,9 +202,9 @@ func (s *Service) voidPayment(ctx context.Context, paymentID string) error {
 	pp, err := s.cfg.Provider.CancelPayment(ctx, *p.ProviderRef)
 	switch {
 	case err == nil:
-		return s.settle(ctx, p.ID, pp, "voided at the provider: order no longer confirmable")
+		return s.recordAnswer(ctx, p.ID, pp, "voided at the provider: order no longer confirmable")
 	case errors.Is(err, payments.ErrNotPending) && pp.Status != "":
-		return s.settle(ctx, p.ID, pp, "void refused, provider says "+string(pp.Status))
+		return s.recordAnswer(ctx, p.ID, pp, "void refused, provider says "+string(pp.Status))
 	}
 	return err
 }
@@ -221,9 +224,9 @@ func (s *Service) refundPayment(ctx context.Context, paymentID string) error {
 	r, err := s.cfg.Provider.Refund(ctx, *p.ProviderRef, "refund_"+p.ID)
 	switch {
 	case err == nil:
-		return s.transition(ctx, p.ID, PaymentRefunded, "refund "+r.ID+" confirmed by the provider")
+		return s.recordStatus(ctx, p.ID, PaymentRefunded, "refund "+r.ID+" confirmed by the provider")
 	case errors.Is(err, payments.ErrNotRefundable) && r.Payment.Status == payments.StatusRefunded:
-		return s.transition(ctx, p.ID, PaymentRefunded, "provider reports the payment already refunded")
+		return s.recordStatus(ctx, p.ID, PaymentRefunded, "provider reports the payment already refunded")
 	}
 	return err
 }

@@ -70,12 +70,12 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 			err = s.st.InTx(ctx, func(tx *store.Store) error { return s.enqueue(ctx, tx, RefundArgs{PaymentID: p.ID}) })
 		case PaymentFailed:
 			action = "recheck_failed"
-			err = s.resolve(ctx, p)
+			err = s.askProvider(ctx, p)
 		case PaymentSucceeded:
 			action = "recheck_succeeded"
-			err = s.resolve(ctx, p)
+			err = s.askProvider(ctx, p)
 		default:
-			err = s.resolve(ctx, p)
+			err = s.askProvider(ctx, p)
 		}
 		// Checked whatever the outcome: a payment the provider keeps
 		// reporting unchanged, or that keeps failing, waits its turn

@@ -56,8 +56,8 @@ func (s *Service) WebhookHandler() http.Handler {
 
 // ApplyNotification applies a verified provider notification: deduplicated
 // by its id through webhook_inbox in the same transaction as its effect,
-// then applied through the state machine (duplicates and reordered ones
-// change nothing). A notification about a payment we do not know is
+// then applied through the state machine, advance (duplicates and
+// reordered ones change nothing). A notification about a payment we do not know is
 // recorded and ignored.
 func (s *Service) ApplyNotification(ctx context.Context, provider string, n payments.Notification, raw []byte) error {
 	if !json.Valid(raw) {
@@ -129,7 +129,7 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 			if n.Type == payments.EventPaymentDisputed {
 				rev = "dispute"
 			}
-			eff, err = s.apply(ctx, tx, o, p, to, reason, rev)
+			eff, err = s.advance(ctx, tx, o, p, to, reason, rev)
 			if err != nil {
 				return err
 			}
