@@ -535,7 +535,7 @@ func (s *Service) Cancel(ctx context.Context, user auth.User, holdID string) (Ho
 		// A hold whose order is still AWAITING_PAYMENT may be cancelled:
 		// the buyer gives up. The orders engine then finds the hold
 		// CANCELLED, marks the order CANCELLED and voids the open payment
-		// (orders/settle.go); a charge that lands anyway is refunded, since
+		// (orders/compensate.go); a charge that lands anyway is refunded, since
 		// confirmation requires the hold's rows to still be HELD by it.
 		units, err = tx.ReleaseHold(ctx, h.EventID, h.ID, false)
 		if err != nil {

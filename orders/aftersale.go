@@ -120,21 +120,17 @@ func (s *Service) refundOrder(ctx context.Context, tx *store.Store, o Order, why
 		return err
 	}
 	for _, p := range ps {
-		switch {
-		case p.Status == PaymentSucceeded:
-			if _, err := tx.GetPaymentForUpdate(ctx, p.ID); err != nil {
-				return err
-			}
-			if err := s.compensate(ctx, tx, p.ID, "order refunded: "+why); err != nil {
-				return err
-			}
-		case s.voidable(p.Status):
-			if err := s.enqueue(ctx, tx, VoidArgs{PaymentID: p.ID}); err != nil {
-				return err
-			}
+		if p.Status != PaymentSucceeded {
+			continue
+		}
+		if _, err := tx.GetPaymentForUpdate(ctx, p.ID); err != nil {
+			return err
+		}
+		if err := s.compensate(ctx, tx, p.ID, "order refunded: "+why); err != nil {
+			return err
 		}
 	}
-	return nil
+	return s.voidAttempts(ctx, tx, o.ID, "", "")
 }
 
 // CancelEvent cancels an event (admin only): the sale closes (a new hold

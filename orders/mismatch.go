@@ -63,7 +63,7 @@ func (s *Service) mismatch(ctx context.Context, tx *store.Store, provider string
 		}
 	}
 	if p.ProviderRef != nil && *p.ProviderRef == pp.ID && Open(p.Status) {
-		if eff, err = s.apply(ctx, tx, o, p, PaymentFailed, why); err != nil {
+		if eff, err = s.advance(ctx, tx, o, p, PaymentFailed, why); err != nil {
 			return eff, err
 		}
 	}

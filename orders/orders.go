@@ -17,7 +17,10 @@
 //     order already confirmed by another attempt) goes REFUND_PENDING and a
 //     refund job is enqueued in the same transaction (river); it retries
 //     until the provider confirms (REFUNDED).
-//   - Every payment transition is recorded in payment_events with a reason.
+//   - Every payment transition is recorded in payment_events with a reason,
+//     and is one step of the state machine, advance (payment_state.go),
+//     whatever brought the news: the webhook (webhook.go), an answer to
+//     our call (provider_io.go), the reconciler (reconcile.go).
 //
 // Idempotency of createOrder: (owner, "createOrder", key) is claimed in the
 // order's transaction. The same key for the same hold returns the same
@@ -35,7 +38,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -45,6 +47,7 @@ import (
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/holds"
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
 	"github.com/ticketing/ticketing/tickets"
@@ -232,7 +235,7 @@ func (s *Service) Create(ctx context.Context, user auth.User, holdID, key string
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if h.Status != "ACTIVE" {
+		if h.Status != holds.StatusActive {
 			return apperr.ErrHoldExpired
 		}
 		items, err := tx.HoldItems(ctx, holdID)
@@ -335,7 +338,7 @@ func (s *Service) RetryPayment(ctx context.Context, user auth.User, orderID, key
 		if err != nil {
 			return err
 		}
-		if h.Status != "ACTIVE" {
+		if h.Status != holds.StatusActive {
 			return apperr.ErrHoldExpired
 		}
 		req, err := s.newRequest(paymentID, orderID)
@@ -524,8 +527,3 @@ func (s *Service) Updates(ctx context.Context, user auth.User, orderID string) (
 // TicketKeysJWKS is the JWK Set of the ticket codes' public keys (GET
 // /api/ticket-keys).
 func (s *Service) TicketKeysJWKS() []byte { return s.cfg.TicketKeys.JWKS() }
-
-// WebhookHandler is POST /webhooks/payments for the service's provider.
-func (s *Service) WebhookHandler() http.Handler {
-	return payments.WebhookHandler(s.cfg.Provider, s.cfg.ProviderName, s, s.cfg.Now, s.cfg.Log)
-}

@@ -1,7 +1,9 @@
-// Package payments talks to the payment provider on behalf of the orders
-// engine. This file and sandbox.go and webhook.go are the provider-facing
-// part: the Provider interface, the sandbox (paysim) client over HTTP, and
-// the signing and verification of the provider's notifications.
+// Package payments holds the payment provider adapters and nothing else:
+// the Provider interface (this file), the sandbox (paysim) client over HTTP
+// (sandbox.go), Stripe (stripe.go), the signing and verification of the
+// sandbox's notifications (webhook.go) and the currencies' exponents
+// (currency.go). The payments themselves (attempts, their state machine,
+// the webhook endpoint) live in package orders, which calls these adapters.
 package payments
 
 import (

@@ -1,0 +1,121 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/outbox"
+	"github.com/ticketing/ticketing/store"
+	"github.com/ticketing/ticketing/tickets"
+)
+
+// effects are what to do after a transaction commits.
+type effects struct {
+	confirmed *Order
+}
+
+func (s *Service) after(ctx context.Context, eff effects, err error) {
+	if err != nil {
+		return // rolled back: nothing happened
+	}
+	if o := eff.confirmed; o != nil {
+		if o.ConfirmedAt != nil {
+			s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
+		}
+		if s.cfg.Holds != nil {
+			s.cfg.Holds.ReleaseAddressCap(ctx, o.EventID, o.HoldID)
+		}
+		if s.cfg.Queue != nil {
+			h, err := s.st.GetHold(context.WithoutCancel(ctx), o.HoldID)
+			if err == nil {
+				err = s.cfg.Queue.Release(context.WithoutCancel(ctx), o.EventID, o.Owner, h.CreatedAt)
+			}
+			if err != nil {
+				s.cfg.Log.Warn("release queue admission", "order", o.ID, "err", err)
+			}
+		}
+	}
+}
+
+// errNotConfirmable rolls back the confirmation savepoint.
+var errNotConfirmable = errors.New("not confirmable")
+
+// confirm is the confirmation: in a savepoint, the hold's inventory rows
+// still HELD by this very hold and unexpired (database clock) become SOLD;
+// unless all of them do, nothing changes and why says so. Then the hold is
+// PURCHASED, its items' periods open-ended, the order CONFIRMED, tickets
+// issued and the sale written to the outbox.
+func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order, string, error) {
+	var confirmed Order
+	why := ""
+	err := tx.InTx(ctx, func(sp *store.Store) error {
+		h, err := sp.GetHoldForUpdate(ctx, o.HoldID)
+		if err != nil {
+			return err
+		}
+		if h.Status != holds.StatusActive {
+			why = "hold " + h.Status
+			return errNotConfirmable
+		}
+		items, err := sp.HoldItems(ctx, h.ID)
+		if err != nil {
+			return err
+		}
+		sold, err := sp.SellHold(ctx, h.EventID, h.ID, o.ID)
+		if err != nil {
+			return err
+		}
+		if len(sold) != len(items) || len(items) == 0 {
+			why = fmt.Sprintf("only %d of %d seats still held by the hold", len(sold), len(items))
+			return errNotConfirmable
+		}
+		if err := sp.PurchaseHold(ctx, h.ID); err != nil {
+			return err
+		}
+		for _, u := range sold {
+			t := store.Ticket{ID: newID(), OrderID: o.ID, EventID: o.EventID, InventoryID: u.InventoryID,
+				SectionID: u.SectionID, SeatID: u.SeatID}
+			item := ""
+			if u.SeatID != nil {
+				item = tickets.SeatItem(*u.SeatID)
+			} else if u.UnitNo != nil {
+				item = tickets.GAItem(u.SectionID, *u.UnitNo)
+			}
+			if t.Code, err = s.cfg.TicketKeys.Sign(tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item}); err != nil {
+				return err
+			}
+			if err := sp.InsertTicket(ctx, t); err != nil {
+				return err
+			}
+		}
+		if err := sp.OutboxInsert(ctx, o.EventID, "inventory", salePayload(o, sold)); err != nil {
+			return err
+		}
+		confirmed, err = sp.ConfirmOrder(ctx, o.ID)
+		return err
+	})
+	if errors.Is(err, errNotConfirmable) {
+		return nil, why, nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return &confirmed, "", nil
+}
+
+// salePayload is the 'inventory' outbox message of a sale.
+func salePayload(o Order, sold []store.SoldUnit) outbox.InventoryChange {
+	units := make([]store.InventoryUnit, len(sold))
+	for i, u := range sold {
+		units[i] = u.InventoryUnit
+	}
+	return unitsPayload(o, "sale", "SOLD", units)
+}
+
+// unitsPayload is the 'inventory' outbox message of an order's rows that
+// changed to status (SOLD by a sale, AVAILABLE again by a refund).
+func unitsPayload(o Order, kind, status string, units []store.InventoryUnit) outbox.InventoryChange {
+	return outbox.NewInventoryChange(o.EventID, kind, o.HoldID, o.ID, status, units)
+}
