@@ -44,22 +44,12 @@ func (a *App) CheckoutPressure() queue.Pressure {
 func (g *checkoutGauges) timeConfirmations(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		if sw.status < 300 {
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		if rec.status < 300 {
 			g.confirm.Observe(time.Since(start))
 		}
 	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
 }
 
 // poolWait is the mean wait for a connection of the pools over the last
@@ -100,6 +90,3 @@ func (w *poolWait) read(pools ...*pgxpool.Pool) time.Duration {
 	w.at, w.count, w.total = now, count, total
 	return w.mean
 }
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

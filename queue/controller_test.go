@@ -57,6 +57,77 @@ func (m *sim) step(admitted int) {
 	m.mu.Unlock()
 }
 
+// controlled is a queue of 6,000 waiting users admitted by instances
+// (Services on one Redis, taking turns) against the simulated backend m
+// under a ceiling of 100/s, on a simulated clock.
+type controlled struct {
+	t         *testing.T
+	f         *fixture
+	m         *sim
+	instances []*Service
+	rates     []float64 // the shared rate, one per simulated second
+	changes   int
+	last      float64
+}
+
+func newControlled(t *testing.T, m *sim, instances int) *controlled {
+	c := &controlled{t: t, f: newFixture(t, -time.Hour), m: m, last: -1}
+	for range instances {
+		cfg := Config{AdmitRate: 100, AdmitBurst: 100, Window: 1000000,
+			SigningKey: []byte("test-queue-signing-key-0123456789"), KeyPrefix: c.f.prefix,
+			JoinUserRate: 1000, JoinUserBurst: 1000}
+		s, err := New(Deps{Redis: c.f.rdb, Events: c.f.events, Now: c.f.clk.Now, Pressure: m.pressure}, cfg)
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+		c.instances = append(c.instances, s)
+	}
+	var wg sync.WaitGroup
+	for _, u := range users(6000) {
+		wg.Go(func() {
+			_, err := c.instances[0].Join(context.Background(), c.f.event, u, "")
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	return c
+}
+
+// run admits for seconds of simulated time, in 100 ms passes.
+func (c *controlled) run(seconds int) {
+	ctx := context.Background()
+	for i := range seconds * 10 {
+		c.f.clk.Add(100 * time.Millisecond)
+		got, err := c.instances[i%len(c.instances)].AdmitEvent(ctx, c.f.event)
+		require.NoError(c.t, err)
+		c.m.step(len(got))
+		r, _, err := c.instances[0].store.AdjustRate(ctx, c.f.event, redisstore.RateParams{Now: c.f.clk.Now(), Ceiling: 1e9, Decision: redisstore.RateHold})
+		require.NoError(c.t, err)
+		require.LessOrEqual(c.t, r, 100.0, "above the ceiling")
+		if r != c.last {
+			c.changes++
+			c.last = r
+		}
+		if i%10 == 9 {
+			c.rates = append(c.rates, r)
+		}
+	}
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// setCapacity changes the simulated backend's capacities.
+func (m *sim) setCapacity(holds, confirm float64) {
+	m.mu.Lock()
+	m.capacity, m.confirmCapacity = holds, confirm
+	m.mu.Unlock()
+}
+
 // TestAdaptiveAdmissionFollowsCapacity: two instances (two Services on one
 // Redis) admit from one queue against a simulated backend of capacity 60/s
 // under a ceiling of 100/s: the shared rate climbs from a quarter of the
@@ -64,144 +135,44 @@ func (m *sim) step(admitted int) {
 // most once a second whatever the number of instances, and backs off below
 // the new capacity within a few seconds when it halves.
 func TestAdaptiveAdmissionFollowsCapacity(t *testing.T) {
-	f := newFixture(t, -time.Hour)
 	m := &sim{capacity: 60}
-	cfg := Config{AdmitRate: 100, AdmitBurst: 100, Window: 1000000}
-	mk := func() *Service {
-		cfg := cfg
-		cfg.SigningKey = []byte("test-queue-signing-key-0123456789")
-		cfg.KeyPrefix = f.prefix
-		cfg.JoinUserRate, cfg.JoinUserBurst = 1000, 1000
-		s, err := New(Deps{Redis: f.rdb, Events: f.events, Now: f.clk.Now, Pressure: m.pressure}, cfg)
-		require.NoError(t, err)
-		t.Cleanup(s.Close)
-		return s
-	}
-	a, b := mk(), mk()
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for _, u := range users(6000) {
-		wg.Go(func() {
-			_, err := a.Join(ctx, f.event, u, "")
-			require.NoError(t, err)
-		})
-	}
-	wg.Wait()
-
-	rate := func() float64 {
-		r, _, err := a.store.AdjustRate(ctx, f.event, redisstore.RateParams{Now: f.clk.Now(), Ceiling: 1e9, Decision: redisstore.RateHold})
-		require.NoError(t, err)
-		return r
-	}
-	var rates []float64 // one per simulated second
-	changes := 0
-	last := -1.0
-	run := func(seconds int) {
-		for i := range seconds * 10 {
-			f.clk.Add(100 * time.Millisecond)
-			s := a
-			if i%2 == 1 {
-				s = b
-			}
-			got, err := s.AdmitEvent(ctx, f.event)
-			require.NoError(t, err)
-			m.step(len(got))
-			r := rate()
-			require.LessOrEqual(t, r, 100.0, "above the ceiling")
-			if r != last {
-				changes++
-				last = r
-			}
-			if i%10 == 9 {
-				rates = append(rates, r)
-			}
-		}
-	}
-	run(60)
-	require.InDelta(t, 25, rates[0], 6, "starts near a quarter of the ceiling")
-	require.LessOrEqual(t, changes, 61, "at most one change per second with two instances")
-	settled := rates[30:]
-	var sum float64
-	for _, r := range settled {
-		sum += r
-	}
-	avg := sum / float64(len(settled))
-	t.Logf("capacity 60/s: rate over the last 30 s averages %.1f/s (per second: %v)", avg, rates)
+	c := newControlled(t, m, 2)
+	c.run(60)
+	require.InDelta(t, 25, c.rates[0], 6, "starts near a quarter of the ceiling")
+	require.LessOrEqual(t, c.changes, 61, "at most one change per second with two instances")
+	avg := mean(c.rates[30:])
+	t.Logf("capacity 60/s: rate over the last 30 s averages %.1f/s (per second: %v)", avg, c.rates)
 	require.Greater(t, avg, 0.6*60, "near the capacity")
 	require.Less(t, avg, 1.1*60, "not beyond it")
 
-	m.mu.Lock()
-	m.capacity = 30
-	m.mu.Unlock()
-	before := len(rates)
-	run(20)
-	after := rates[before:]
+	m.setCapacity(30, 0)
+	before := len(c.rates)
+	c.run(20)
+	after := c.rates[before:]
 	t.Logf("capacity halved to 30/s: per second %v", after)
 	require.Less(t, after[4], 30.0, "below the new capacity within 5 s")
-	sum = 0
-	for _, r := range after[10:] {
-		sum += r
-	}
-	require.Less(t, sum/10, 1.1*30)
-	require.Greater(t, sum/10, 0.5*30)
+	require.Less(t, mean(after[10:]), 1.1*30)
+	require.Greater(t, mean(after[10:]), 0.5*30)
 }
 
 // TestAdaptiveAdmissionFollowsConfirmations: the hold path has room to
 // spare (1,000/s) but payments confirm at 40/s: the rate follows the
 // confirmations, not the holds, and backs off when they slow to 20/s.
 func TestAdaptiveAdmissionFollowsConfirmations(t *testing.T) {
-	f := newFixture(t, -time.Hour)
 	m := &sim{capacity: 1000, confirmCapacity: 40}
-	cfg := Config{AdmitRate: 100, AdmitBurst: 100, Window: 1000000,
-		SigningKey: []byte("test-queue-signing-key-0123456789"), KeyPrefix: f.prefix,
-		JoinUserRate: 1000, JoinUserBurst: 1000}
-	s, err := New(Deps{Redis: f.rdb, Events: f.events, Now: f.clk.Now, Pressure: m.pressure}, cfg)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for _, u := range users(6000) {
-		wg.Go(func() {
-			_, err := s.Join(ctx, f.event, u, "")
-			require.NoError(t, err)
-		})
-	}
-	wg.Wait()
-	var rates []float64
-	run := func(seconds int) {
-		for i := range seconds * 10 {
-			f.clk.Add(100 * time.Millisecond)
-			got, err := s.AdmitEvent(ctx, f.event)
-			require.NoError(t, err)
-			m.step(len(got))
-			if i%10 == 9 {
-				r, _, err := s.store.AdjustRate(ctx, f.event, redisstore.RateParams{Now: f.clk.Now(), Ceiling: 1e9, Decision: redisstore.RateHold})
-				require.NoError(t, err)
-				rates = append(rates, r)
-			}
-		}
-	}
-	avg := func(xs []float64) float64 {
-		var sum float64
-		for _, x := range xs {
-			sum += x
-		}
-		return sum / float64(len(xs))
-	}
-	run(60)
-	t.Logf("confirmations at 40/s: per second %v", rates)
-	require.Greater(t, avg(rates[30:]), 0.6*40, "near the confirmation capacity")
-	require.Less(t, avg(rates[30:]), 1.1*40, "held to the confirmations, though holds have room")
+	c := newControlled(t, m, 1)
+	c.run(60)
+	t.Logf("confirmations at 40/s: per second %v", c.rates)
+	require.Greater(t, mean(c.rates[30:]), 0.6*40, "near the confirmation capacity")
+	require.Less(t, mean(c.rates[30:]), 1.1*40, "held to the confirmations, though holds have room")
 
-	m.mu.Lock()
-	m.confirmCapacity = 20
-	m.mu.Unlock()
-	before := len(rates)
-	run(20)
-	after := rates[before:]
+	m.setCapacity(1000, 20)
+	before := len(c.rates)
+	c.run(20)
+	after := c.rates[before:]
 	t.Logf("confirmations slowed to 20/s: per second %v", after)
 	require.Less(t, after[4], 20.0, "below the new capacity within 5 s")
-	require.Less(t, avg(after[10:]), 1.1*20)
+	require.Less(t, mean(after[10:]), 1.1*20)
 }
 
 // TestJudgeNamesEachSignal: each signal backs the rate off with its own
