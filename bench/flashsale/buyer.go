@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -211,6 +212,36 @@ func (b *buyer) queue(ctx context.Context) error {
 			b.adm = *t.AdmissionToken
 			return nil
 		}
+		// Wait on queueUpdates, as the web app's waiting room does: its
+		// first message is the current place, then one per change.
+		if err == nil && t.Status == "WAITING" {
+			call := time.Now()
+			var last queueTicket
+			serr := b.r.C.Subscribe(ctx, b.token, `subscription($e: ID!) { queueUpdates(eventId: $e) { `+fields+` } }`,
+				map[string]any{"e": b.r.EventID}, func(data json.RawMessage) bool {
+					var u struct{ QueueUpdates queueTicket }
+					if json.Unmarshal(data, &u) != nil {
+						return false
+					}
+					b.r.S.Count("queueUpdates messages", 1)
+					last = u.QueueUpdates
+					return last.Status != "WAITING"
+				})
+			b.r.S.Observe("queueUpdates", call, serr)
+			if serr == nil {
+				t = last
+				if t.Status == "EXPIRED" {
+					b.r.S.Count("queue rejoins", 1)
+					t, err = join()
+				}
+				continue
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			b.r.S.Count("queue stream fallbacks (polling)", 1)
+		}
+		// The web app's fallback: read the place now and then.
 		wait := 2 * time.Second
 		if t.EstimatedWaitSeconds != nil {
 			wait = min(max(time.Duration(*t.EstimatedWaitSeconds)*time.Second/2, time.Second), 15*time.Second)
@@ -351,8 +382,34 @@ func (b *buyer) pay(ctx context.Context, checkoutURL, outcome string) {
 	}
 }
 
-// poll reads the order until pred holds or the deadline passes.
+// poll waits for the order to satisfy pred, until the deadline: on
+// orderUpdates, as the web app does (the read's window is from the
+// subscription's start to the message: the state was current somewhere in
+// it), and by reading the order now and then when the stream fails.
 func (b *buyer) poll(ctx context.Context, orderID string, deadline time.Time, pred func(orderResp) bool) (orderResp, time.Time, time.Time, bool) {
+	if time.Now().Before(deadline) {
+		sctx, cancel := context.WithDeadline(ctx, deadline)
+		call := time.Now()
+		var got orderResp
+		err := b.r.C.Subscribe(sctx, b.token, `subscription($id: ID!) { orderUpdates(orderId: $id) { `+orderFields+` } }`,
+			map[string]any{"id": orderID}, func(data json.RawMessage) bool {
+				var u struct{ OrderUpdates *orderResp }
+				if json.Unmarshal(data, &u) != nil || u.OrderUpdates == nil {
+					return false
+				}
+				b.r.S.Count("orderUpdates messages", 1)
+				got = *u.OrderUpdates
+				return pred(got)
+			})
+		cancel()
+		b.r.S.Observe("orderUpdates", call, err)
+		if err == nil {
+			return got, call, time.Now(), true
+		}
+		if ctx.Err() == nil && time.Now().Before(deadline) {
+			b.r.S.Count("order stream fallbacks (polling)", 1)
+		}
+	}
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		call := time.Now()
 		var out struct{ Order *orderResp }

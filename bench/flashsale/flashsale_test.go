@@ -43,4 +43,10 @@ func TestSmallSale(t *testing.T) {
 	require.Zero(t, res.AuditExit, "ticketing audit --event exit status")
 	require.Zero(t, res.ClientAnomalie, "anomalies seen by the buyers")
 	require.True(t, res.Settled)
+	// The buyers wait on subscriptions, as the web app does, and the
+	// figures of issue #17 are read from the settled database.
+	require.Positive(t, res.Outcomes["queueUpdates messages"], "no buyer waited on queueUpdates")
+	require.Positive(t, res.Outcomes["orderUpdates messages"], "no buyer waited on orderUpdates")
+	require.Equal(t, res.Outcomes["outcome confirmed"], res.Figures.Confirmed, "confirmed orders: buyers' count vs the database's")
+	require.Positive(t, res.Figures.Notified, "no confirmation timed from its notification")
 }

@@ -28,6 +28,7 @@ func main() {
 	cfg := DefaultConfig()
 	cfg.Flags(flag.CommandLine)
 	flag.Parse()
+	raiseFileLimit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := Execute(ctx, cfg, os.Stdout, os.Stderr)
@@ -55,9 +56,9 @@ type Config struct {
 // DefaultConfig is a quick run: 2,000 buyers on 1,000 seats + 1,000 GA.
 func DefaultConfig() Config {
 	return Config{
-		Buyers: 2000, Seats: 1000, GA: 1000, Sections: 1, HoldSeconds: 45, Window: 400, HoldAttempts: 5, APIs: 1, Paysims: 1,
-		AdmitRate: 60, SnapshotFrac: 0.02,
-		Ramp: 20 * time.Second, Think: 3 * time.Second, PollEvery: 1500 * time.Millisecond, OrderSettle: 2 * time.Minute,
+		Buyers: 2000, Seats: 1000, GA: 1000, Sections: 1, HoldSeconds: 45, HoldAttempts: 5, APIs: 1, Paysims: 1,
+		SnapshotFrac: 0.02,
+		Ramp:         20 * time.Second, Think: 3 * time.Second, PollEvery: 1500 * time.Millisecond, OrderSettle: 2 * time.Minute,
 		Settle: 4 * time.Minute, MaxDuration: 15 * time.Minute, FaultPhase: 15 * time.Second, ReconcileAfter: 10 * time.Second,
 		AdmissionTTL: 2 * time.Minute,
 		Faults:       true, Progress: true, LB: "haproxy",
@@ -73,8 +74,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.GA, "ga", c.GA, "general admission floor capacity")
 	fs.IntVar(&c.Sections, "sections", c.Sections, "seated sections (rows of up to 100 seats)")
 	fs.IntVar(&c.HoldSeconds, "hold", c.HoldSeconds, "holdDurationSeconds of the hot event")
-	fs.Float64Var(&c.AdmitRate, "admit-rate", c.AdmitRate, "QUEUE_ADMIT_RATE (admissions/s)")
-	fs.IntVar(&c.Window, "window", c.Window, "QUEUE_WINDOW (admitted buyers in checkout at once)")
+	fs.Float64Var(&c.AdmitRate, "admit-rate", c.AdmitRate, "QUEUE_ADMIT_RATE (admissions/s; 0: the server's default, with the adaptive controller a ceiling)")
+	fs.IntVar(&c.Window, "window", c.Window, "QUEUE_WINDOW (admitted buyers in checkout at once; 0: the server's default)")
 	fs.IntVar(&c.HoldAttempts, "hold-attempts", c.HoldAttempts, "createHold attempts per buyer (another choice after SEAT_UNAVAILABLE)")
 	fs.IntVar(&c.APIs, "apis", c.APIs, "API instances (behind -lb)")
 	fs.StringVar(&c.LB, "lb", c.LB, "what is in front of the API instances: haproxy (Debian's, installed when missing) or round-robin (the generator alternates between the instances; the webhooks' front door is an in-process proxy)")
@@ -100,4 +101,20 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Bin, "bin", c.Bin, "ticketing binary (default: built from the module)")
 	fs.StringVar(&c.Out, "out", c.Out, "report directory (relative to the module root)")
 	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "chaos scenario: "+scenarioNames())
+}
+
+// raiseFileLimit lets this process and the servers it starts (they inherit
+// it) hold one connection per waiting buyer: every buyer in the queue keeps
+// a subscription open, as the web app does. Raising the hard limit needs
+// privileges; without them the soft limit goes up to the hard one.
+func raiseFileLimit() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) != nil {
+		return
+	}
+	want := syscall.Rlimit{Cur: 1 << 18, Max: max(l.Max, 1<<18)}
+	if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want) != nil {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
 }

@@ -15,8 +15,12 @@ import (
 func (r *Run) report(res *Result, saleTook time.Duration, w io.Writer) error {
 	var b strings.Builder
 	cfg := r.Cfg
-	fmt.Fprintf(&b, "flash sale %s: %d buyers on event %s (%d seats in %d sections + %d GA = %d), hold %ds, queue %.0f/s window %d, %d API instance(s)%s, scenario %q\n",
-		r.id, cfg.Buyers, r.EventID, cfg.Seats, cfg.Sections, cfg.GA, r.Capacity, cfg.HoldSeconds, cfg.AdmitRate, cfg.Window, cfg.APIs,
+	queue := "the server's defaults (adaptive)"
+	if cfg.AdmitRate > 0 || cfg.Window > 0 {
+		queue = fmt.Sprintf("%.0f/s window %d (0: the server's default)", cfg.AdmitRate, cfg.Window)
+	}
+	fmt.Fprintf(&b, "flash sale %s: %d buyers on event %s (%d seats in %d sections + %d GA = %d), hold %ds, queue %s, %d API instance(s)%s, scenario %q\n",
+		r.id, cfg.Buyers, r.EventID, cfg.Seats, cfg.Sections, cfg.GA, r.Capacity, cfg.HoldSeconds, queue, cfg.APIs,
 		map[bool]string{true: " + 1 worker instance", false: ""}[cfg.SplitWorkers], cfg.Scenario)
 	fmt.Fprintf(&b, "sale: %s (ramp %s); paysim fault phases: %v\n\n", saleTook.Round(time.Second), cfg.Ramp, cfg.Faults)
 	c := res.Outcomes
@@ -40,6 +44,7 @@ func (r *Run) report(res *Result, saleTook time.Duration, w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nsold %d of %d units (%d seats, %d GA); %d conflicts (SEAT_UNAVAILABLE) over %d createHold calls\n\n",
 		tickets, r.Capacity, c["seats sold"], tickets-c["seats sold"], c["conflicts"], holdCalls)
+	res.Figures.write(&b, r)
 	fmt.Fprintln(&b, "per step (latency of successful calls; time_in_queue and checkout_duration are per buyer):")
 	WriteSteps(&b, r.S.Steps())
 	fmt.Fprintln(&b, "\nsignals (max over the run):")
@@ -120,6 +125,7 @@ func (r *Run) html(txt string) string {
 pre{background:#f4f4f4;padding:1em;overflow:auto;font-size:12px}</style><h1>Flash sale ` + r.id + `</h1>`)
 	b.WriteString(chart("Throughput per second", r.S, []string{"createHold", "conflicts", "createOrder", "outcome confirmed", "outcome expired", "checkout_post"}))
 	b.WriteString(chart("Queue and checkout", r.S, []string{"ticketing_queue_length", "ticketing_queue_active_admitted", "buyers in checkout"}))
+	b.WriteString(chart("Admission rate set by the controller (per second)", r.S, []string{"ticketing_queue_admit_rate"}))
 	b.WriteString(chart("Inventory left in the live map", r.S, []string{"map: seats available", "map: GA available"}))
 	b.WriteString(chart("Projection lag (s) and compensations", r.S, []string{"ticketing_projection_lag_seconds", "outbox lag (database)",
 		"ticketing_pending_compensations", "ticketing_payments_without_order"}))

@@ -73,12 +73,17 @@ type Result struct {
 	Outcomes       map[string]int
 	Report, HTML   string
 	ClientAnomalie int
+	Figures        saleFigures
+	// Faulted: the run injected faults (paysim's fault phases or a chaos
+	// scenario), which may leave a paid order unconfirmed.
+	Faulted bool
 }
 
 // Clean is true when the audit, the CLI audit and the checker all agree
 // that nothing illegal happened.
 func (r Result) Clean() bool {
-	return len(r.Check.Illegal) == 0 && len(r.Check.Unknown) == 0 && len(r.Anomalies) == 0 && r.AuditExit == 0 && r.ClientAnomalie == 0
+	return len(r.Check.Illegal) == 0 && len(r.Check.Unknown) == 0 && len(r.Anomalies) == 0 && r.AuditExit == 0 && r.ClientAnomalie == 0 &&
+		(r.Faulted || r.Figures.PaidNotConfirmed == 0)
 }
 
 // Execute runs a whole sale and writes the report.
@@ -155,6 +160,10 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Result,
 		if strings.HasPrefix(k, "ANOMALY") {
 			res.ClientAnomalie += v
 		}
+	}
+	res.Faulted = cfg.Faults || cfg.Scenario != ""
+	if res.Figures, err = r.saleFigures(ctx); err != nil {
+		r.Note("sale figures: %v", err)
 	}
 	err = r.report(&res, saleTook, stdout)
 	return res, err
@@ -242,18 +251,26 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 		if cfg.PublicPerInstance {
 			public = fmt.Sprintf("http://127.0.0.1:%d", port)
 		}
-		return []string{
+		e := []string{
 			"DATABASE_URL=" + serverDB, "REDIS_URL=" + r.redisURL, "JWT_HS256_SECRET=" + cfg.Secret,
 			"QUEUE_SIGNING_KEY=flashsale-queue-key", "TICKET_SIGNING_KEY=flashsale-ticket-key",
 			"PAYMENTS_BASE_URL=" + r.paysimURL, "PAYMENTS_WEBHOOK_SECRET=whsec_flashsale",
 			"PUBLIC_BASE_URL=" + public, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port),
 			fmt.Sprintf("PAYSIM_ADDR=127.0.0.1:%d", pport), "PAYSIM_DATABASE_URL=" + r.dbURL,
 			"SEARCH_DIR=" + filepath.Join(r.dir, "search-"+strconv.Itoa(port)),
-			"QUEUE_ADMIT_RATE=" + strconv.FormatFloat(cfg.AdmitRate, 'f', -1, 64), "QUEUE_WINDOW=" + strconv.Itoa(cfg.Window),
 			"QUEUE_ADMISSION_TTL=" + cfg.AdmissionTTL.String(), "QUEUE_JOIN_RATE_ADDR=0", "QUEUE_JOIN_RATE_USER=0",
 			"ABUSE_LIMITS=off", // every buyer is one address
 			"PAYMENTS_RECONCILE_AFTER=" + cfg.ReconcileAfter.String(), "PAYMENTS_RECONCILE_INTERVAL=" + (cfg.ReconcileAfter / 2).String(),
 		}
+		// The queue's settings are the server's defaults (the adaptive
+		// controller under its default ceilings) unless given.
+		if cfg.AdmitRate > 0 {
+			e = append(e, "QUEUE_ADMIT_RATE="+strconv.FormatFloat(cfg.AdmitRate, 'f', -1, 64))
+		}
+		if cfg.Window > 0 {
+			e = append(e, "QUEUE_WINDOW="+strconv.Itoa(cfg.Window))
+		}
+		return e
 	}
 	r.paysim = &Proc{Name: "paysim", Path: r.bin, Args: []string{"paysim"}, Env: env(ports[0]),
 		Log: filepath.Join(r.dir, "paysim.log"), Health: r.paysimURL + "/healthz"}
@@ -447,7 +464,7 @@ func (r *Run) faultPhases(ctx context.Context) {
 func (r *Run) sample(ctx context.Context) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	st := store.New(r.pool)
-	metrics := []string{"ticketing_projection_lag_seconds", "ticketing_queue_length", "ticketing_queue_active_admitted",
+	metrics := []string{"ticketing_projection_lag_seconds", "ticketing_queue_length", "ticketing_queue_active_admitted", "ticketing_queue_admit_rate",
 		"ticketing_pending_compensations", "ticketing_payments_without_order", "ticketing_redis_lease_fallback",
 		"ticketing_reconciliation_actions_total", "ticketing_hold_conflicts_total"}
 	t := time.NewTicker(time.Second)

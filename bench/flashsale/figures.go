@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// saleFigures are issue #17's measures of a sale, read from the database
+// once it has settled (the server's orders and paysim's own record of
+// when it notified each success).
+type saleFigures struct {
+	Confirmed                       int
+	FirstConfirmed                  time.Time
+	LastConfirmed                   time.Time
+	PeakPerSecond                   int
+	SoldOut                         bool          // every unit sold
+	SoldOutAfter                    time.Duration // from the sale's start to the last confirmation, when SoldOut
+	NotifyP50, NotifyP99, NotifyMax time.Duration
+	Notified                        int // confirmations with a provider notification to time
+	// PaidNotConfirmed: payments the provider reported succeeded before
+	// the hold expired whose order never confirmed. Without injected
+	// faults the server alone is to blame for each: it must be 0.
+	PaidNotConfirmed int
+}
+
+const sqlSaleFigures = `
+WITH c AS (
+  SELECT o.confirmed_at FROM orders o WHERE o.event_id = $1 AND o.confirmed_at IS NOT NULL
+), n AS (
+  SELECT extract(epoch FROM o.confirmed_at - min(e.created_at)) AS d
+  FROM orders o
+  JOIN payments p ON p.order_id = o.id AND p.status IN ('SUCCEEDED', 'REFUND_PENDING', 'REFUNDED')
+  JOIN paysim.events e ON e.payment_id = p.provider_ref AND e.type = 'payment.succeeded'
+  WHERE o.event_id = $1 AND o.confirmed_at IS NOT NULL
+  GROUP BY o.id, o.confirmed_at
+)
+SELECT (SELECT count(*) FROM c),
+       (SELECT min(confirmed_at) FROM c), (SELECT max(confirmed_at) FROM c),
+       coalesce((SELECT max(k) FROM (SELECT count(*) AS k FROM c GROUP BY date_trunc('second', confirmed_at)) s), 0),
+       (SELECT count(*) FROM inventory WHERE event_id = $1 AND status <> 'SOLD') = 0,
+       (SELECT count(*) FROM n),
+       coalesce((SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY d) FROM n), 0),
+       coalesce((SELECT percentile_disc(0.99) WITHIN GROUP (ORDER BY d) FROM n), 0),
+       coalesce((SELECT max(d) FROM n), 0),
+       (SELECT count(DISTINCT o.id)
+        FROM orders o JOIN holds h ON h.id = o.hold_id
+        JOIN payments p ON p.order_id = o.id
+        JOIN paysim.events e ON e.payment_id = p.provider_ref AND e.type = 'payment.succeeded'
+        WHERE o.event_id = $1 AND e.created_at < h.expires_at AND o.confirmed_at IS NULL)`
+
+func (r *Run) saleFigures(ctx context.Context) (saleFigures, error) {
+	var f saleFigures
+	var first, last *time.Time
+	var p50, p99, mx float64
+	err := r.pool.QueryRow(ctx, sqlSaleFigures, r.EventID).Scan(&f.Confirmed, &first, &last, &f.PeakPerSecond, &f.SoldOut,
+		&f.Notified, &p50, &p99, &mx, &f.PaidNotConfirmed)
+	if err != nil {
+		return f, err
+	}
+	if first != nil {
+		f.FirstConfirmed, f.LastConfirmed = *first, *last
+	}
+	if f.SoldOut && last != nil {
+		f.SoldOutAfter = last.Sub(r.S.start)
+	}
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	f.NotifyP50, f.NotifyP99, f.NotifyMax = sec(p50), sec(p99), sec(mx)
+	return f, nil
+}
+
+// write prints the figures with the requests per buyer and the queue's
+// admission rate over the sale (the controller's, scraped every second).
+func (f saleFigures) write(w io.Writer, r *Run) {
+	fmt.Fprintln(w, "sale figures (issue #17):")
+	span := f.LastConfirmed.Sub(f.FirstConfirmed).Seconds()
+	avg := 0.0
+	if span > 0 {
+		avg = float64(f.Confirmed) / span
+	}
+	fmt.Fprintf(w, "  confirmed orders            %d: %.1f/s on average between the first and the last, %d/s at peak\n", f.Confirmed, avg, f.PeakPerSecond)
+	if f.SoldOut {
+		fmt.Fprintf(w, "  sold out                    %s after the sale opened\n", f.SoldOutAfter.Round(time.Second))
+	} else {
+		fmt.Fprintln(w, "  sold out                    no (units left unsold)")
+	}
+	fmt.Fprintf(w, "  notification -> CONFIRMED   p50 %s  p99 %s  max %s (%d confirmations; from paysim's payment.succeeded to orders.confirmed_at)\n",
+		round(f.NotifyP50), round(f.NotifyP99), round(f.NotifyMax), f.Notified)
+	fmt.Fprintf(w, "  paid before the hold expired but not confirmed: %d\n", f.PaidNotConfirmed)
+	calls := 0
+	for _, st := range r.S.Steps() {
+		if st.Name == "time_in_queue" || st.Name == "checkout_duration" {
+			continue
+		}
+		calls += st.OK
+		for _, n := range st.Errs {
+			calls += n
+		}
+	}
+	fmt.Fprintf(w, "  requests per buyer          %.1f (%d API calls and subscriptions, %d buyers)\n", float64(calls)/float64(max(1, r.Cfg.Buyers)), calls, r.Cfg.Buyers)
+	var rates []string
+	for i, p := range r.S.Series("ticketing_queue_admit_rate") {
+		if i%10 == 0 {
+			rates = append(rates, fmt.Sprintf("t+%.0fs %.1f", p[0], p[1]))
+		}
+	}
+	fmt.Fprintf(w, "  admission rate (every 10 s) %s\n\n", strings.Join(rates, ", "))
+}
