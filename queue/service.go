@@ -122,7 +122,9 @@ type Service struct {
 	watchMu    sync.Mutex
 	watch      map[string]chan struct{}
 	joinWatch  map[string]*joinWatch // streams waiting for a user's join
-	listenOnce sync.Once
+	// listeners: one sharded subscription per event with streams here.
+	listenMu  sync.Mutex
+	listeners map[string]*eventListener
 	bg         context.Context
 	stop       context.CancelFunc
 
@@ -178,6 +180,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 		known:     map[string]epochSeen{},
 		watch:     map[string]chan struct{}{},
 		joinWatch: map[string]*joinWatch{},
+		listeners: map[string]*eventListener{},
 		pressure:  d.Pressure,
 		rates:     map[string]rateState{},
 		bg:        bg,
@@ -441,7 +444,7 @@ func (s *Service) ActiveAdmissions(ctx context.Context, eventID string) (int64, 
 }
 
 // changed wakes queueUpdates subscribers of the event, here and (through
-// Redis pub/sub) on the other instances.
+// the event's sharded Redis channel) on the other instances.
 func (s *Service) changed(ctx context.Context, eventID string) {
 	s.notify(eventID)
 	_ = s.store.Publish(ctx, eventID)
@@ -467,24 +470,57 @@ func (s *Service) waiter(eventID string) <-chan struct{} {
 	return ch
 }
 
-// listen relays the queue movements announced by other instances.
-func (s *Service) listen() {
-	ps := s.store.Subscribe(s.bg)
-	go func() {
-		defer ps.Close()
-		ch := ps.Channel()
-		for {
-			select {
-			case <-s.bg.Done():
-				return
-			case m, ok := <-ch:
-				if !ok {
-					return
-				}
-				s.notify(m.Payload)
+// eventListener is the relay of one event's channel while streams of the
+// event are open here.
+type eventListener struct {
+	streams int
+	stop    context.CancelFunc
+}
+
+// listenTo relays the event's movements announced by other instances while
+// the caller's stream is open: the first stream of an event subscribes to
+// its channel (SSUBSCRIBE: on Redis Cluster, on the node of the event's
+// slot), the last one's release unsubscribes. While the subscription is
+// down (Redis failing over) streams still refresh every Config.Refresh.
+func (s *Service) listenTo(eventID string) (release func()) {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	l := s.listeners[eventID]
+	if l == nil {
+		ctx, cancel := context.WithCancel(s.bg)
+		l = &eventListener{stop: cancel}
+		s.listeners[eventID] = l
+		go s.relay(ctx, eventID)
+	}
+	l.streams++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.listenMu.Lock()
+			defer s.listenMu.Unlock()
+			if l.streams--; l.streams == 0 {
+				l.stop()
+				delete(s.listeners, eventID)
 			}
+		})
+	}
+}
+
+func (s *Service) relay(ctx context.Context, eventID string) {
+	ps := s.store.Subscribe(ctx, eventID)
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+			s.notify(eventID)
 		}
-	}()
+	}
 }
 
 // updateGap is the least time between two reads of one subscriber, so a
@@ -518,7 +554,7 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 		s.dropJoinWaiter(eventID, userID, joined)
 		return nil, err
 	}
-	s.listenOnce.Do(s.listen)
+	release := s.listenTo(eventID)
 	ch := make(chan Ticket, 1)
 	if first != nil {
 		s.dropJoinWaiter(eventID, userID, joined)
@@ -526,6 +562,7 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 	}
 	go func() {
 		defer close(ch)
+		defer release()
 		if first == nil {
 			first, wake = s.awaitJoin(ctx, eventID, userID, joined)
 			if first == nil {

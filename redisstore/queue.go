@@ -22,7 +22,8 @@ package redisstore
 //	                   work list, an index of the :listed keys kept by Go)
 //	<p>queue:{E}:rl:u:U / <p>queue:{E}:rl:a:ADDR   GCRA rate-limit state
 //	                   (theoretical arrival time), per event
-//	<p>queue:changed   pub/sub channel; message = event id whose queue moved
+//	<p>queue:{E}:changed  sharded pub/sub channel (SPUBLISH/SSUBSCRIBE): the
+//	                   event's queue moved
 
 import (
 	"context"
@@ -162,7 +163,7 @@ func (s *QueueStore) eventKeys(eventID string) []string {
 func (s *QueueStore) workList() string { return s.prefix + "queue:events" }
 
 // Channel is the pub/sub channel announcing that an event's queue moved.
-func (s *QueueStore) Channel() string { return s.prefix + "queue:changed" }
+func (s *QueueStore) Channel(eventID string) string { return s.key(eventID, "changed") }
 
 // luaOpen moves the pre-queue, in its random order, to the ordered queue and
 // marks the queue open. KEYS as eventKeys.
@@ -548,14 +549,24 @@ func (s *QueueStore) Active(ctx context.Context, eventID string, now time.Time) 
 	return s.rdb.ZCount(ctx, s.key(eventID, "adm"), "("+strconv.FormatInt(ms(now), 10), "+inf").Result()
 }
 
-// Publish announces that the event's queue moved (best effort).
+// Publish announces that the event's queue moved (best effort), on the
+// event's own sharded channel (SPUBLISH: on Redis Cluster only the node of
+// the event's slot and its subscribers see it).
 func (s *QueueStore) Publish(ctx context.Context, eventID string) error {
-	return s.rdb.Publish(ctx, s.Channel(), eventID).Err()
+	return s.rdb.SPublish(ctx, s.Channel(eventID), "1").Err()
 }
 
-// Subscribe listens to queue movements; the caller closes the PubSub.
-func (s *QueueStore) Subscribe(ctx context.Context) *redis.PubSub {
-	return s.rdb.Subscribe(ctx, s.Channel())
+// Subscribe listens to the event's queue movements; the caller closes the
+// PubSub.
+func (s *QueueStore) Subscribe(ctx context.Context, eventID string) *redis.PubSub {
+	return s.rdb.SSubscribe(ctx, s.Channel(eventID))
+}
+
+// ShardSubscribers counts the subscribers of the event's channel (PUBSUB
+// SHARDNUMSUB, on the node of the event's slot).
+func (s *QueueStore) ShardSubscribers(ctx context.Context, eventID string) (int64, error) {
+	m, err := s.rdb.PubSubShardNumSub(ctx, s.Channel(eventID)).Result()
+	return m[s.Channel(eventID)], err
 }
 
 // RateDecision is what one controller's measurements say about an event's
