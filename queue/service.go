@@ -119,14 +119,14 @@ type Service struct {
 	knownMu sync.Mutex
 	known   map[string]epochSeen
 
-	watchMu    sync.Mutex
-	watch      map[string]chan struct{}
-	joinWatch  map[string]*joinWatch // streams waiting for a user's join
+	watchMu   sync.Mutex
+	watch     map[string]chan struct{}
+	joinWatch map[string]*joinWatch // streams waiting for a user's join
 	// listeners: one sharded subscription per event with streams here.
 	listenMu  sync.Mutex
 	listeners map[string]*eventListener
-	bg         context.Context
-	stop       context.CancelFunc
+	bg        context.Context
+	stop      context.CancelFunc
 
 	redisDown bool // controller log de-duplication; only touched by Run
 
