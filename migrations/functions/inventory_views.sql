@@ -5,8 +5,8 @@
 -- (max(version) did not: a hold that took a lower version but committed
 -- after another labelled its new count with the same max, and every
 -- consumer dropped it as not newer.) Read by the live seat map
--- (store.SeatMapGA) and the catalog's seat map (store.InventoryGAStates);
--- a filter on event_id (and section_id) is pushed into the grouping.
+-- (store.SeatMapGA: the projection's load and the relay's recount); a
+-- filter on event_id (and section_id) is pushed into the grouping.
 CREATE OR REPLACE VIEW ga_availability AS
 SELECT event_id, section_id,
        (count(*) FILTER (WHERE inventory_holdable(status, expires_at)))::int AS available,
