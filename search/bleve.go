@@ -513,7 +513,14 @@ func match(text query.Query, filters ...query.Query) query.Query {
 }
 
 // matchDates is text restricted by filters and startsAt in [from, to).
+// The date range is left out when no indexed document starts outside it
+// (the view knows every document's start): Bleve checks a range filter
+// against every hit of the text, the dearest part of a text search over
+// many upcoming events.
 func (b *Bleve) matchDates(text query.Query, filters []query.Query, from, to time.Time) query.Query {
+	if b.view != nil && !b.noView && !b.view.outside(from, to) {
+		return match(text, filters...)
+	}
 	return match(text, append(filters[:len(filters):len(filters)], dateRange(from, to))...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2/geo"
 )
@@ -247,6 +248,18 @@ func (f *viewFilter) match(x *hot) bool {
 }
 
 // search answers a query for which viewable is true.
+// outside reports whether any document starts outside [from, to) (a zero
+// bound is open): when none does, a date filter restricts nothing.
+func (v *view) outside(from, to time.Time) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if len(v.hot) == 0 {
+		return false
+	}
+	first, last := v.hot[0].at, v.hot[len(v.hot)-1].at
+	return (!from.IsZero() && first < from.UnixNano()) || (!to.IsZero() && last >= to.UnixNano())
+}
+
 func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
