@@ -137,7 +137,7 @@ func (a *App) graphqlHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		streaming := r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 		if streaming && !allowOrigin(r) {
-			writeError(w, r, http.StatusForbidden, "FORBIDDEN", "origin not allowed")
+			apperr.WriteHTTPCode(w, r, http.StatusForbidden, "FORBIDDEN", "origin not allowed", nil)
 			return
 		}
 		checked.ServeHTTP(w, r)
