@@ -206,9 +206,11 @@ func decode(r *http.Request, v any) error {
 	}
 }
 
-// idempotencyKey returns the Idempotency-Key header, required on writes.
+// idempotencyKey returns the Idempotency-Key header, required on writes;
+// the services check it (apperr.CheckIdempotencyKey), headerField names
+// the header in their errors.
 func idempotencyKey(r *http.Request) (string, error) {
-	k := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	k := r.Header.Get("Idempotency-Key")
 	if k == "" {
 		return "", apperr.Invalid("Idempotency-Key", "the Idempotency-Key header is required")
 	}
