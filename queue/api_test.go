@@ -48,6 +48,7 @@ func newAPI(t *testing.T) (a *api, queued, plain string) {
 		"QUEUE_KEY_PREFIX":     testdb.RedisPrefix(t),
 		"QUEUE_JOIN_RATE_USER": "1", // burst 5
 		"QUEUE_ADMIT_RATE":     "1000",
+		"SEARCH_DIR":           t.TempDir(),
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
