@@ -149,6 +149,7 @@ func (a *api) holdCode(user, event, token string) string {
 }
 
 func TestQueueThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	a, event, plain := newAPI(t)
 	ctx := context.Background()
 
@@ -287,6 +288,7 @@ func (s *sseSub) ended(t *testing.T) {
 // is refused with SALE_NOT_OPEN, and the change goes to the search
 // projection through the outbox (topic catalog).
 func TestCancelledEventEndsItsQueue(t *testing.T) {
+	t.Parallel()
 	a, event, _ := newAPI(t)
 	ctx := context.Background()
 	_, r := a.join("alice", event)

@@ -51,6 +51,7 @@ func (m *sim) step(admitted int) {
 // most once a second whatever the number of instances, and backs off below
 // the new capacity within a few seconds when it halves.
 func TestAdaptiveAdmissionFollowsCapacity(t *testing.T) {
+	// Not parallel: it measures admission rates against the wall clock.
 	f := newFixture(t, -time.Hour)
 	m := &sim{capacity: 60}
 	cfg := Config{AdmitRate: 100, AdmitBurst: 100, Window: 1000000}
