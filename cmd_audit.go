@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/audit"
+	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
 )
@@ -62,13 +62,13 @@ flags:
 		fmt.Fprintf(stderr, "audit: "+format+"\n", a...)
 		return exitCode(2)
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return fail("%v", err)
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := app.OpenPool(ctx, cfg)
 	if err != nil {
-		return fail("DATABASE_URL: %v", err)
+		return fail("%v", err)
 	}
 	defer pool.Close()
 	opt := audit.Options{RefundGrace: *grace}

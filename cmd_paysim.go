@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/paysim"
 )
 
@@ -17,7 +18,7 @@ import (
 // and its webhook delivery worker, with state in the paysim schema of
 // PAYSIM_DATABASE_URL. It stops gracefully when ctx ends.
 func cmdPaysim(ctx context.Context, getenv func(string) string, log *slog.Logger) error {
-	cfg, err := loadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/search"
 	"github.com/ticketing/ticketing/store"
 )
@@ -21,13 +20,13 @@ import (
 // locked by a running `ticketing serve`, which rebuilds a missing index at
 // start and catches up a stale one by itself.
 func cmdReindex(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
-	cfg, err := loadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := app.OpenPool(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	engine, _, cleanup, err := app.OpenSearchEngine(ctx, cfg.SearchBackend, app.SearchDir(cfg), cfg.ElasticsearchURL, true)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/demo"
 )
 
@@ -25,7 +26,7 @@ func cmdSeed(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintln(fs.Output(), "seed: give --demo or --events N")
 		return exitCode(2)
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}

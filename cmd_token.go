@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/config"
 )
 
 // cmdToken prints a development token signed with JWT_HS256_SECRET:
@@ -28,7 +29,7 @@ func cmdToken(args []string, getenv func(string) string, stdout, stderr io.Write
 	if *ttl <= 0 {
 		return errors.New("token: --ttl must be positive")
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}

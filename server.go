@@ -84,25 +84,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
-func loadConfig(getenv func(string) string) (config.Config, error) {
+func cmdMigrate(ctx context.Context, getenv func(string) string, log *slog.Logger) error {
 	cfg, err := config.Load(getenv)
 	if err != nil {
-		return cfg, err
-	}
-	return cfg, nil
-}
-
-func cmdMigrate(ctx context.Context, getenv func(string) string, log *slog.Logger) error {
-	cfg, err := loadConfig(getenv)
-	if err != nil {
 		return err
 	}
-	a, err := app.New(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	a.Close()
-	return nil
+	return app.Migrate(ctx, cfg, log)
 }
 
 func cmdServe(ctx context.Context, args []string, getenv func(string) string, log *slog.Logger) error {
@@ -111,7 +98,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, lo
 	if err := fs.Parse(args); err != nil {
 		return exitCode(2)
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}

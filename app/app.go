@@ -96,22 +96,8 @@ type App struct {
 // New connects to Postgres and Redis, applies the migrations and builds the
 // services. Close releases what it opened.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
-	pcfg, err := poolConfig("DATABASE_URL", cfg.DatabaseURL, 32)
+	pool, err := openMigrated(ctx, cfg, log)
 	if err != nil {
-		return nil, err
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	if err := store.Migrate(ctx, pool, log); err != nil {
-		pool.Close()
 		return nil, err
 	}
 	rdb, err := NewRedis(cfg)

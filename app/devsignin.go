@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/config"
 )
@@ -73,7 +74,7 @@ func (a *App) mountDevSignIn(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /api/dev/token", func(w http.ResponseWriter, r *http.Request) {
 		if !enabled {
-			writeError(w, r, http.StatusNotFound, "NOT_FOUND", "development sign-in is off")
+			apperr.WriteHTTPCode(w, r, http.StatusNotFound, "NOT_FOUND", "development sign-in is off", nil)
 			return
 		}
 		var in struct {
@@ -81,12 +82,12 @@ func (a *App) mountDevSignIn(mux *http.ServeMux) {
 			Role string `json:"role"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "body must be JSON {\"name\": \"...\"}")
+			apperr.WriteHTTPCode(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "body must be JSON {\"name\": \"...\"}", nil)
 			return
 		}
 		sub := devSubject(in.Name)
 		if sub == "" {
-			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "name: 1 to 40 characters with at least one letter or digit")
+			apperr.WriteHTTPCode(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "name: 1 to 40 characters with at least one letter or digit", nil)
 			return
 		}
 		var roles []string
@@ -95,12 +96,12 @@ func (a *App) mountDevSignIn(mux *http.ServeMux) {
 		case "staff":
 			roles = []string{"staff"}
 		default:
-			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "role: only \"staff\" (or none)")
+			apperr.WriteHTTPCode(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "role: only \"staff\" (or none)", nil)
 			return
 		}
 		tok, err := auth.Mint(a.Cfg.JWTHS256Secret, a.Cfg.JWTIssuer, a.Cfg.JWTAudience, sub, roles, DevTokenTTL)
 		if err != nil {
-			writeError(w, r, http.StatusInternalServerError, "INTERNAL", "could not mint a token")
+			apperr.WriteHTTPCode(w, r, http.StatusInternalServerError, "INTERNAL", "could not mint a token", nil)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")

@@ -79,7 +79,7 @@ func TestDevTokenEndpoint(t *testing.T) {
 	if res.StatusCode != 200 || out.Sub != "dev-ana" {
 		t.Fatalf("status %d, sub %q", res.StatusCode, out.Sub)
 	}
-	v, err := auth.NewVerifier(auth.ConfigFrom(cfg))
+	v, err := auth.NewVerifier(authConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,11 +120,7 @@ func (f *fairUse) rest(next http.Handler) http.Handler {
 		if op := restOp(r); op != "" {
 			if err := f.check(r.Context(), op); err != nil {
 				d, _ := apperr.Describe(err)
-				if rl, ok := err.(*apperr.RateLimitedError); ok {
-					w.Header().Set("Retry-After", strconv.Itoa(rl.RetryAfterSeconds()))
-				}
-				w.Header().Set("Cache-Control", "no-store")
-				writeErrorExt(w, r, http.StatusTooManyRequests, d.Code, d.Message, d.Extensions)
+				apperr.WriteHTTPCode(w, r, http.StatusTooManyRequests, d.Code, d.Message, d.Extensions)
 				return
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/queue"
 	"github.com/ticketing/ticketing/redisstore"
 )
@@ -91,8 +91,7 @@ func (a *App) limitStreams(next http.Handler) http.Handler {
 		}
 		release, ok := l.acquire(queue.ClientAddr(r.Context()))
 		if !ok {
-			w.Header().Set("Retry-After", "30")
-			writeErrorExt(w, r, http.StatusTooManyRequests, "RATE_LIMITED",
+			apperr.WriteHTTPCode(w, r, http.StatusTooManyRequests, "RATE_LIMITED",
 				fmt.Sprintf("at most %d open streams per client address", MaxStreamsPerAddress),
 				map[string]any{"retryAfterSeconds": 30, "limit": MaxStreamsPerAddress})
 			return
@@ -230,9 +229,8 @@ func (a *App) limitBytes(next http.Handler) http.Handler {
 		}
 		if wait := b.spend(r.Context(), queue.ClientAddr(r.Context()), n, time.Now()); wait > 0 {
 			secs := int((wait + time.Second - 1) / time.Second)
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			w.Header().Set("Connection", "close") // the unread body is not waited for
-			writeErrorExt(w, r, http.StatusTooManyRequests, "RATE_LIMITED",
+			apperr.WriteHTTPCode(w, r, http.StatusTooManyRequests, "RATE_LIMITED",
 				"too many request bytes from this address", map[string]any{"retryAfterSeconds": secs})
 			return
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/graph"
 	"github.com/ticketing/ticketing/queue"
 	"github.com/ticketing/ticketing/resolvers"
@@ -53,13 +54,26 @@ type platform struct {
 	httpDuration *prometheus.HistogramVec
 }
 
+// authConfig takes the JWT settings of the process configuration
+// (JWT_ISSUER, JWT_AUDIENCE, JWT_HS256_SECRET, JWT_PUBLIC_KEY_FILE,
+// JWT_JWKS_URL).
+func authConfig(c config.Config) auth.Config {
+	return auth.Config{
+		Issuer:        c.JWTIssuer,
+		Audience:      c.JWTAudience,
+		HS256Secret:   c.JWTHS256Secret,
+		PublicKeyFile: c.JWTPublicKeyFile,
+		JWKSURL:       c.JWTJWKSURL,
+	}
+}
+
 // initPlatform sets up the verifier, metrics and default readiness checks.
 // New calls it; it is idempotent.
 func (a *App) initPlatform() error {
 	var err error
 	a.platform.once.Do(func() {
 		if a.Auth == nil {
-			a.Auth, err = auth.NewVerifier(auth.ConfigFrom(a.Cfg))
+			a.Auth, err = auth.NewVerifier(authConfig(a.Cfg))
 			if err != nil {
 				return
 			}
@@ -137,7 +151,7 @@ func (a *App) graphqlHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		streaming := r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 		if streaming && !allowOrigin(r) {
-			writeError(w, r, http.StatusForbidden, "FORBIDDEN", "origin not allowed")
+			apperr.WriteHTTPCode(w, r, http.StatusForbidden, "FORBIDDEN", "origin not allowed", nil)
 			return
 		}
 		checked.ServeHTTP(w, r)

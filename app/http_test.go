@@ -89,6 +89,7 @@ func setupEnv(t testing.TB, extra map[string]string) *testBundle {
 		"GRAPHQL_INTROSPECTION": "on",
 		// The seat map's and the rate limits' keys of this test only.
 		"SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t),
+		"SEARCH_DIR":           t.TempDir(),
 	}
 	maps.Copy(env, extra)
 	cfg, err := config.Load(func(k string) string { return env[k] })

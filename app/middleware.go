@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -19,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
 
+	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
 )
 
@@ -136,7 +135,7 @@ func (a *App) recoverPanics(next http.Handler) http.Handler {
 			if rec, ok := w.(*recorder); ok && rec.wroteHeader {
 				return
 			}
-			writeError(w, r, http.StatusInternalServerError, "INTERNAL", "internal error")
+			apperr.WriteHTTPCode(w, r, http.StatusInternalServerError, "INTERNAL", "internal error", nil)
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -164,7 +163,7 @@ func limitBody(next http.Handler, timeout time.Duration) http.Handler {
 		body, err := readAll(r.Body, r.ContentLength)
 		if err != nil {
 			w.Header().Set("Connection", "close")
-			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "could not read the request body in time")
+			apperr.WriteHTTPCode(w, r, http.StatusBadRequest, "BAD_USER_INPUT", "could not read the request body in time", nil)
 			_ = rc.Flush()
 			return
 		}
@@ -193,8 +192,8 @@ func readAll(body io.Reader, length int64) ([]byte, error) {
 
 func tooLarge(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
-	writeError(w, r, http.StatusRequestEntityTooLarge, "BAD_USER_INPUT",
-		fmt.Sprintf("request body too large (limit %d bytes)", MaxBodyBytes))
+	apperr.WriteHTTPCode(w, r, http.StatusRequestEntityTooLarge, "BAD_USER_INPUT",
+		fmt.Sprintf("request body too large (limit %d bytes)", MaxBodyBytes), nil)
 }
 
 // authenticate applies auth.Verifier.Middleware to the API paths (/graphql
@@ -215,29 +214,6 @@ func (a *App) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// writeError answers in the error shape of the path: a GraphQL response on
-// /graphql, the REST error shape elsewhere.
-func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	writeErrorExt(w, r, status, code, msg, nil)
-}
-
-// writeErrorExt is writeError with extensions (beside the code).
-func writeErrorExt(w http.ResponseWriter, r *http.Request, status int, code, msg string, ext map[string]any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	var body any
-	if r.URL.Path == "/graphql" {
-		e := map[string]any{"code": code}
-		maps.Copy(e, ext)
-		body = map[string]any{"errors": []any{map[string]any{"message": msg, "extensions": e}}, "data": nil}
-	} else {
-		e := map[string]any{"code": code, "message": msg}
-		maps.Copy(e, ext)
-		body = map[string]any{"error": e}
-	}
-	_ = json.NewEncoder(w).Encode(body)
 }
 
 // recorder remembers the status and size of a response. It passes Flush

@@ -12,6 +12,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/ticketing/ticketing/apperr"
 )
 
 // The pre-decode check: before a request's JSON is decoded or its document
@@ -569,7 +571,7 @@ func prescan(next http.Handler) http.Handler {
 			return
 		}
 		if err.Extensions["code"] == "BAD_USER_INPUT" {
-			writeError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", err.Message)
+			apperr.WriteHTTPCode(w, r, http.StatusBadRequest, "BAD_USER_INPUT", err.Message, nil)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), prescanKey{}, err))

@@ -4,16 +4,29 @@ import (
 	"net/http"
 	"net/netip"
 
+	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/queue"
 )
 
+// queueConfig is the virtual waiting room's configuration: QUEUE_ADMIT_RATE,
+// QUEUE_WINDOW, QUEUE_ADMISSION_TTL, QUEUE_JOIN_RATE_USER,
+// QUEUE_JOIN_RATE_ADDR, TRUSTED_PROXIES... of the environment config.Load
+// read (queue.ConfigFromEnv), signed with QUEUE_SIGNING_KEY.
+func queueConfig(cfg config.Config) (queue.Config, error) {
+	env := cfg.Env
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	return queue.ConfigFromEnv(env, cfg.QueueSigningKey)
+}
+
 // initQueue builds the virtual waiting room from the configuration
-// (config.Config.Queue: QUEUE_SIGNING_KEY, QUEUE_ADMIT_RATE, QUEUE_WINDOW,
-// QUEUE_ADMISSION_TTL, QUEUE_JOIN_RATE_USER, QUEUE_JOIN_RATE_ADDR,
-// TRUSTED_PROXIES).
+// (queueConfig).
 func (a *App) initQueue() error {
-	qcfg := a.Cfg.Queue
-	var err error
+	qcfg, err := queueConfig(a.Cfg)
+	if err != nil {
+		return err
+	}
 	deps := queue.Deps{Redis: a.Redis, Events: a.Store, Now: a.Now, Log: a.Log, Metrics: a.Metrics}
 	if qcfg.Adaptive {
 		// Adaptive admission: checkout's latencies and refusals set the

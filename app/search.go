@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,7 +26,7 @@ import (
 // (searchFollower). If the engine cannot be opened, searchEvents answers
 // SERVICE_UNAVAILABLE and everything else works.
 func (a *App) initSearch() {
-	engine, fresh, cleanup, err := OpenSearchEngine(context.Background(), a.Cfg.SearchBackend, searchDir(a.Cfg), a.Cfg.ElasticsearchURL, false)
+	engine, fresh, cleanup, err := OpenSearchEngine(context.Background(), a.Cfg.SearchBackend, SearchDir(a.Cfg), a.Cfg.ElasticsearchURL, false)
 	if err != nil {
 		a.Log.Error("search unavailable", "err", err)
 		a.AddReadinessCheck("search", func(context.Context) error { return err }, false)
@@ -156,16 +155,6 @@ func SearchDir(cfg config.Config) string {
 		db = strings.Trim(u.Path, "/")
 	}
 	return filepath.Join(cfg.SearchDir, db)
-}
-
-// searchDir is SearchDir, except under `go test` with the default
-// SEARCH_DIR: then "" (a temporary directory), so tests never share or lock
-// an index nor leave one in the source tree.
-func searchDir(cfg config.Config) string {
-	if testing.Testing() && cfg.SearchDir == "./data/search" {
-		return ""
-	}
-	return SearchDir(cfg)
 }
 
 // OpenSearchEngine opens the engine of backend ("embedded" under dir, or

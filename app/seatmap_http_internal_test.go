@@ -36,6 +36,7 @@ func seatMapInstances(t *testing.T, n int) ([]*App, []*httptest.Server) {
 	var apps []*App
 	var srvs []*httptest.Server
 	for i := 0; i < n; i++ {
+		cfg.SearchDir = t.TempDir() // each instance its own embedded index, as each process
 		a, err := New(context.Background(), cfg, log)
 		require.NoError(t, err)
 		t.Cleanup(a.Close)

@@ -150,3 +150,18 @@ var sentinels = []struct {
 func Abandoned(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && errors.Is(err, context.Canceled)
 }
+
+// MaxIdempotencyKeyLen is the longest idempotency key accepted, in bytes.
+const MaxIdempotencyKeyLen = 200
+
+// CheckIdempotencyKey is the one rule of an idempotency key (createHold,
+// createOrder, retryPayment, requestRefund, and REST's Idempotency-Key
+// header, whose optional surrounding whitespace net/http already strips): 1
+// to MaxIdempotencyKeyLen bytes, taken as given, never trimmed. field names
+// the key in the BAD_USER_INPUT error.
+func CheckIdempotencyKey(field, key string) error {
+	if key == "" || len(key) > MaxIdempotencyKeyLen {
+		return Invalid(field, "must be 1 to %d characters", MaxIdempotencyKeyLen)
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -88,24 +87,9 @@ func reason(err error) string {
 	return s
 }
 
-// WriteUnauthenticated answers 401 UNAUTHENTICATED in the shape the path's
-// clients expect (GraphQL on /graphql, the REST error shape elsewhere).
+// WriteUnauthenticated answers 401 UNAUTHENTICATED, with the bearer
+// challenge, in the shape the path's clients expect (apperr.WriteHTTPCode).
 func WriteUnauthenticated(w http.ResponseWriter, r *http.Request, msg string) {
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusUnauthorized)
-	var body any
-	if r.URL.Path == "/graphql" {
-		body = map[string]any{
-			"errors": []any{map[string]any{
-				"message":    msg,
-				"extensions": map[string]any{"code": "UNAUTHENTICATED"},
-			}},
-			"data": nil,
-		}
-	} else {
-		body = map[string]any{"error": map[string]any{"code": "UNAUTHENTICATED", "message": msg}}
-	}
-	_ = json.NewEncoder(w).Encode(body)
+	apperr.WriteHTTPCode(w, r, http.StatusUnauthorized, "UNAUTHENTICATED", msg, nil)
 }

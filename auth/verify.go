@@ -20,15 +20,14 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/ticketing/ticketing/apperr"
-	"github.com/ticketing/ticketing/config"
 )
 
 // Leeway is the clock skew tolerated on nbf and iat (the contract allows at
 // most 30 s). exp has none: a token is refused from its expiry on.
 const Leeway = 30 * time.Second
 
-// Config is what a Verifier needs. Build it from the process configuration
-// with ConfigFrom.
+// Config is what a Verifier needs (app fills it from the process
+// configuration's JWT_* settings).
 type Config struct {
 	Issuer   string
 	Audience string
@@ -43,17 +42,6 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-}
-
-// ConfigFrom takes the JWT settings of the process configuration.
-func ConfigFrom(c config.Config) Config {
-	return Config{
-		Issuer:        c.JWTIssuer,
-		Audience:      c.JWTAudience,
-		HS256Secret:   c.JWTHS256Secret,
-		PublicKeyFile: c.JWTPublicKeyFile,
-		JWKSURL:       c.JWTJWKSURL,
-	}
 }
 
 // Verifier checks bearer tokens against the contract: an algorithm

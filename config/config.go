@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ticketing/ticketing/queue"
 )
 
 // Config is every setting of the ticketing binary.
@@ -74,9 +72,11 @@ type Config struct {
 	// loopback address and JWT_HS256_SECRET is set) is the raw setting of
 	// the development sign-in (app.DevSignInEnabled decides).
 	DevSignIn string
-	// Queue is the virtual waiting room's configuration (QUEUE_* and
-	// TRUSTED_PROXIES, see queue.ConfigFromEnv), signed with QueueSigningKey.
-	Queue queue.Config
+	// Env is the environment Load read, for the settings a package parses
+	// itself: app builds the virtual waiting room's configuration from it
+	// (QUEUE_* and TRUSTED_PROXIES, queue.ConfigFromEnv), signed with
+	// QueueSigningKey. Nil reads as an empty environment.
+	Env func(string) string
 	// Introspection (GRAPHQL_INTROSPECTION: on/off, default: on exactly
 	// where development sign-in is on) allows __schema/__type queries and
 	// the "did you mean" suggestions of validation errors.
@@ -246,15 +246,8 @@ func Load(getenv func(string) string) (Config, error) {
 		c.TicketSigningKey = randomKey()
 		c.GeneratedKeys = append(c.GeneratedKeys, "TICKET_SIGNING_KEY")
 	}
-	if err := c.validate(); err != nil {
-		return c, err
-	}
-	q, err := queue.ConfigFromEnv(getenv, c.QueueSigningKey)
-	if err != nil {
-		return c, err
-	}
-	c.Queue = q
-	return c, nil
+	c.Env = getenv
+	return c, c.validate()
 }
 
 func (c Config) validate() error {

@@ -33,11 +33,11 @@ import (
 )
 
 // Hold statuses as stored (and read: ACTIVE past expires_at reads EXPIRED).
+// PURCHASED is written by store.PurchaseHold alone and read by nobody in Go.
 const (
 	StatusActive    = "ACTIVE"
 	StatusExpired   = "EXPIRED"
 	StatusCancelled = "CANCELLED"
-	StatusPurchased = "PURCHASED"
 )
 
 // Hold is a hold as read from Postgres.

@@ -68,8 +68,8 @@ func (r CreateRequest) validate() error {
 	if !validUUID(r.EventID) {
 		return apperr.Invalid("input.eventId", "not a valid id")
 	}
-	if r.IdempotencyKey == "" || len(r.IdempotencyKey) > 200 {
-		return apperr.Invalid("input.idempotencyKey", "must be 1 to 200 characters")
+	if err := apperr.CheckIdempotencyKey("input.idempotencyKey", r.IdempotencyKey); err != nil {
+		return err
 	}
 	if len(r.SeatIDs) > MaxQuantity || len(r.GeneralAdmission) > MaxQuantity {
 		return apperr.Invalid("input", "at most %d units per hold", MaxQuantity)

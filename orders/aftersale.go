@@ -47,8 +47,8 @@ func (s *Service) RequestRefund(ctx context.Context, user auth.User, orderID, ke
 	if user.ID == "" {
 		return Order{}, apperr.ErrUnauthenticated
 	}
-	if key == "" {
-		return Order{}, apperr.Invalid("idempotencyKey", "must not be empty")
+	if err := apperr.CheckIdempotencyKey("idempotencyKey", key); err != nil {
+		return Order{}, err
 	}
 	if !validUUID(orderID) {
 		return Order{}, fmt.Errorf("request refund: order: %w", apperr.ErrNotFound)

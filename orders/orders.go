@@ -195,8 +195,8 @@ func (s *Service) Create(ctx context.Context, user auth.User, holdID, key string
 	if user.ID == "" {
 		return Order{}, apperr.ErrUnauthenticated
 	}
-	if key == "" {
-		return Order{}, apperr.Invalid("input.idempotencyKey", "must not be empty")
+	if err := apperr.CheckIdempotencyKey("input.idempotencyKey", key); err != nil {
+		return Order{}, err
 	}
 	if !validUUID(holdID) {
 		return Order{}, fmt.Errorf("create order: hold: %w", apperr.ErrNotFound)
@@ -292,8 +292,8 @@ func (s *Service) RetryPayment(ctx context.Context, user auth.User, orderID, key
 	if user.ID == "" {
 		return Order{}, apperr.ErrUnauthenticated
 	}
-	if key == "" {
-		return Order{}, apperr.Invalid("idempotencyKey", "must not be empty")
+	if err := apperr.CheckIdempotencyKey("idempotencyKey", key); err != nil {
+		return Order{}, err
 	}
 	o, err := s.Get(ctx, user, orderID) // ownership, lazy expiry
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // The NOTIFY does not wait for a pool connection: during a storm of holds
 // every connection of the pool is busy with the transactions it announces.
 func TestNotifierDoesNotQueueBehindTheBusyPool(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.NewPool(t)
 	listener, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())

@@ -52,6 +52,7 @@ func run(t *testing.T, r *outbox.Relay) {
 }
 
 func TestRelaysShareTheWorkInOrderPerEvent(t *testing.T) {
+	t.Parallel()
 	st := store.New(testdb.NewPool(t))
 	ctx := context.Background()
 	// Commits that write outbox rows kick the notifier, whose NOTIFY wakes
@@ -88,6 +89,7 @@ func TestRelaysShareTheWorkInOrderPerEvent(t *testing.T) {
 // A row whose id is lower but whose transaction commits later than a
 // published row is still published (no high-water mark skips it).
 func TestRowCommittedLateIsNotLost(t *testing.T) {
+	t.Parallel()
 	pool := testdb.NewPool(t)
 	st := store.New(pool)
 	ctx := context.Background()
@@ -126,6 +128,7 @@ func published(t *testing.T, reg *prometheus.Registry) float64 {
 }
 
 func TestProjectionLagMetric(t *testing.T) {
+	t.Parallel()
 	pool := testdb.NewPool(t)
 	st := store.New(pool)
 	ctx := context.Background()

@@ -48,6 +48,7 @@ func newAPI(t *testing.T) (a *api, queued, plain string) {
 		"QUEUE_KEY_PREFIX":     testdb.RedisPrefix(t),
 		"QUEUE_JOIN_RATE_USER": "1", // burst 5
 		"QUEUE_ADMIT_RATE":     "1000",
+		"SEARCH_DIR":           t.TempDir(),
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
@@ -148,6 +149,7 @@ func (a *api) holdCode(user, event, token string) string {
 }
 
 func TestQueueThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	a, event, plain := newAPI(t)
 	ctx := context.Background()
 
@@ -286,6 +288,7 @@ func (s *sseSub) ended(t *testing.T) {
 // is refused with SALE_NOT_OPEN, and the change goes to the search
 // projection through the outbox (topic catalog).
 func TestCancelledEventEndsItsQueue(t *testing.T) {
+	t.Parallel()
 	a, event, _ := newAPI(t)
 	ctx := context.Background()
 	_, r := a.join("alice", event)

@@ -24,6 +24,7 @@ import (
 // streaming. With a 500 ms deadline per call (the code before) about three
 // quarters of the burst got SERVICE_UNAVAILABLE from a healthy Redis.
 func TestBurstOfTenThousandJoins(t *testing.T) {
+	// Not parallel: a burst of its own (it was flaky on a loaded machine).
 	f := newFixture(t, -time.Hour)
 	s := f.service(t, Config{AdmitRate: 1e6, AdmitBurst: 1000, Window: 100000, Refresh: 200 * time.Millisecond}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -108,6 +109,7 @@ func TestBurstOfTenThousandJoins(t *testing.T) {
 // budget (an hour here) is far from spent; once it runs again, joins
 // succeed.
 func TestHungRedisFailsWaitingJoins(t *testing.T) {
+	// Not parallel: it times joins against a hung Redis.
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
@@ -162,6 +164,7 @@ func (c *countingEvents) EventsByIDs(ctx context.Context, ids []string) ([]store
 // TestBurstReadsTheEventOnce: a burst of joins for an event not in the
 // cache shares one read of it instead of sending every joiner to Postgres.
 func TestBurstReadsTheEventOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, -time.Hour)
 	ev := &countingEvents{fakeEvents: f.events}
 	s, err := New(Deps{Redis: f.rdb, Events: ev, Now: f.clk.Now}, Config{
@@ -189,6 +192,7 @@ func TestBurstReadsTheEventOnce(t *testing.T) {
 // a join on another instance (another Service on the same Redis) is seen
 // too.
 func TestUpdatesBeforeJoin(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, -time.Hour)
 	cfg := Config{AdmitRate: 1000, AdmitBurst: 1, Window: 100, Refresh: time.Hour}
 	s := f.service(t, cfg, nil)

@@ -135,6 +135,7 @@ func (m *sim) setCapacity(holds, confirm float64) {
 // most once a second whatever the number of instances, and backs off below
 // the new capacity within a few seconds when it halves.
 func TestAdaptiveAdmissionFollowsCapacity(t *testing.T) {
+	// Not parallel: two instances' controllers share one event's rate.
 	m := &sim{capacity: 60}
 	c := newControlled(t, m, 2)
 	c.run(60)

@@ -127,6 +127,7 @@ func admitAll(t *testing.T, s *Service, clk *clock, event string, want int) []st
 }
 
 func TestFiveThousandJoinConcurrently(t *testing.T) {
+	// Not parallel: a burst of its own (it was flaky on a loaded machine).
 	f := newFixture(t, -time.Hour)
 	// The production settings: simultaneous calls wait their turn (they
 	// used to need a larger pool and a 30 s timeout here, and the test was
@@ -193,6 +194,7 @@ func TestFiveThousandJoinConcurrently(t *testing.T) {
 }
 
 func TestPreOpeningCrowdIsShuffled(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, time.Hour)
 	s := f.service(t, Config{AdmitRate: 1e6, AdmitBurst: 1000, Window: 10000}, nil)
 	ctx := context.Background()
@@ -247,6 +249,7 @@ func TestPreOpeningCrowdIsShuffled(t *testing.T) {
 // outlived it) and the buyer queued and was admitted again, the newer
 // admission still counts against the window.
 func TestReleaseFreesOnlyTheHoldsAdmission(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, -time.Hour)
 	s := f.service(t, Config{Window: 1, AdmitRate: 1000, AdmitBurst: 10, AdmissionTTL: time.Minute}, nil)
 	ctx := context.Background()
@@ -279,6 +282,7 @@ func TestReleaseFreesOnlyTheHoldsAdmission(t *testing.T) {
 }
 
 func TestTwoControllersNeverOverAdmit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, -time.Hour)
 	const window = 10
 	cfg := Config{AdmitRate: 2000, AdmitBurst: 50, Window: window, AdmissionTTL: 300 * time.Millisecond}
@@ -369,6 +373,7 @@ func TestTwoControllersNeverOverAdmit(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, -time.Hour)
 	s := f.service(t, Config{AdmissionTTL: time.Minute}, nil)
 	ctx := context.Background()
@@ -422,6 +427,7 @@ func TestTokens(t *testing.T) {
 }
 
 func TestJoinRules(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, -time.Hour)
 	s := f.service(t, Config{JoinUserRate: 1, JoinUserBurst: 3, JoinAddrRate: 1, JoinAddrBurst: 5, Window: 1}, nil)
 	ctx := context.Background()
@@ -486,6 +492,7 @@ func TestJoinRules(t *testing.T) {
 }
 
 func TestUpdatesAndEstimate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, -time.Hour)
 	s := f.service(t, Config{AdmitRate: 10, AdmitBurst: 1, Window: 100, Refresh: time.Hour}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -543,6 +550,7 @@ func TestUpdatesAndEstimate(t *testing.T) {
 }
 
 func TestRedisRestartMidSale(t *testing.T) {
+	// Not parallel: it times a join against a stopped Redis (under 2 s).
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed")
 	}
@@ -624,6 +632,7 @@ func signPlain(t *testing.T, key []byte, sub string) string {
 }
 
 func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"QUEUE_ADMIT_RATE": "5", "QUEUE_WINDOW": "7", "QUEUE_ADMISSION_TTL": "90s", "TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"}
 	c, err := ConfigFromEnv(func(k string) string { return env[k] }, "0123456789abcdef")
 	require.NoError(t, err)

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -164,28 +163,17 @@ func noneMatch(header, tag string) bool {
 	return false
 }
 
-// fail writes err in the contract's REST error shape. Unknown errors are
-// logged and shown as INTERNAL; RATE_LIMITED carries Retry-After.
+// fail writes err in the contract's REST error shape (apperr.WriteHTTP).
+// Unknown errors are logged and shown as INTERNAL.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	d, known := apperr.Describe(err)
-	if !known {
+	if _, known := apperr.Describe(err); !known {
 		level := slog.LevelError
 		if apperr.Abandoned(r.Context(), err) {
 			level = slog.LevelDebug // the client went away mid-request
 		}
 		a.s.Log.Log(r.Context(), level, "rest: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	body := map[string]any{"code": d.Code, "message": d.Message}
-	maps.Copy(body, d.Extensions)
-	h := w.Header()
-	var rate *apperr.RateLimitedError
-	if errors.As(err, &rate) {
-		h.Set("Retry-After", strconv.Itoa(rate.RetryAfterSeconds()))
-	}
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(d.HTTPStatus)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": body})
+	apperr.WriteHTTP(w, r, err)
 }
 
 // decode reads a JSON body into v: unknown fields, trailing data, a wrong
@@ -218,9 +206,11 @@ func decode(r *http.Request, v any) error {
 	}
 }
 
-// idempotencyKey returns the Idempotency-Key header, required on writes.
+// idempotencyKey returns the Idempotency-Key header, required on writes;
+// the services check it (apperr.CheckIdempotencyKey), headerField names
+// the header in their errors.
 func idempotencyKey(r *http.Request) (string, error) {
-	k := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	k := r.Header.Get("Idempotency-Key")
 	if k == "" {
 		return "", apperr.Invalid("Idempotency-Key", "the Idempotency-Key header is required")
 	}

@@ -15,6 +15,7 @@ import (
 // remembered.
 type ttlCache[V any] struct {
 	ttl time.Duration
+	now func() time.Time // the clock (time.Now; tests advance their own)
 
 	mu sync.Mutex
 	m  map[string]*cacheEntry[V]
@@ -30,7 +31,7 @@ type cacheEntry[V any] struct {
 }
 
 func newTTLCache[V any](ttl time.Duration) *ttlCache[V] {
-	return &ttlCache[V]{ttl: ttl, m: map[string]*cacheEntry[V]{}}
+	return &ttlCache[V]{ttl: ttl, now: time.Now, m: map[string]*cacheEntry[V]{}}
 }
 
 // maxCacheEntries bounds the memory of a cache; past it, expired entries
@@ -45,7 +46,7 @@ func (c *ttlCache[V]) get(ctx context.Context, key string, from time.Time, timeo
 	if c == nil || c.ttl <= 0 {
 		return compute(ctx)
 	}
-	now := time.Now()
+	now := c.now()
 	c.mu.Lock()
 	e := c.m[key]
 	if e != nil {
@@ -79,7 +80,7 @@ func (c *ttlCache[V]) get(ctx context.Context, key string, from time.Time, timeo
 		c.mu.Unlock()
 		e.v, e.err = compute(ctx)
 		c.mu.Lock()
-		e.at = time.Now()
+		e.at = c.now()
 		if e.err != nil && c.m[key] == e {
 			delete(c.m, key)
 		}
@@ -114,7 +115,7 @@ func (c *ttlCache[V]) peek(key string, from time.Time) (V, bool) {
 	}
 	select {
 	case <-e.done:
-		if e.err == nil && time.Since(e.at) < c.ttl {
+		if e.err == nil && c.now().Sub(e.at) < c.ttl {
 			return e.v, true
 		}
 	default:
@@ -138,11 +139,11 @@ func (c *ttlCache[V]) put(key string, from time.Time, v V) {
 		}
 	}
 	if len(c.m) >= maxCacheEntries {
-		c.sweep(time.Now())
+		c.sweep(c.now())
 	}
 	done := make(chan struct{})
 	close(done)
-	c.m[key] = &cacheEntry[V]{done: done, at: time.Now(), from: from, v: v}
+	c.m[key] = &cacheEntry[V]{done: done, at: c.now(), from: from, v: v}
 }
 
 // refresh computes old's replacement in the background.
@@ -160,7 +161,7 @@ func (c *ttlCache[V]) refresh(key string, old *cacheEntry[V], from time.Time, ti
 	if c.m[key] == old {
 		done := make(chan struct{})
 		close(done)
-		c.m[key] = &cacheEntry[V]{done: done, at: time.Now(), from: from, v: v}
+		c.m[key] = &cacheEntry[V]{done: done, at: c.now(), from: from, v: v}
 	}
 }
 

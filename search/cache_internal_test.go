@@ -12,9 +12,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// clock is a test clock: it moves only when the test advances it.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	k := &clock{}
+	k.ns.Store(time.Now().UnixNano())
+	return k
+}
+
+func (k *clock) now() time.Time          { return time.Unix(0, k.ns.Load()) }
+func (k *clock) advance(d time.Duration) { k.ns.Add(int64(d)) }
+
 func TestTTLCache(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newTTLCache[int](200 * time.Millisecond)
+	clk := newClock()
+	c.now = clk.now
 	var calls atomic.Int32
 	compute := func(context.Context) (int, error) {
 		time.Sleep(20 * time.Millisecond)
@@ -43,7 +58,7 @@ func TestTTLCache(t *testing.T) {
 	require.Equal(t, 2, v)
 
 	// Past half its ttl the value is served while it is refreshed.
-	time.Sleep(120 * time.Millisecond)
+	clk.advance(120 * time.Millisecond)
 	v, _ = c.get(ctx, "k", now.Add(time.Hour), time.Second, compute)
 	require.Equal(t, 2, v)
 	require.Eventually(t, func() bool {
@@ -65,7 +80,10 @@ func TestTTLCache(t *testing.T) {
 }
 
 func TestTTLCachePeekPut(t *testing.T) {
+	t.Parallel()
 	c := newTTLCache[int](100 * time.Millisecond)
+	clk := newClock()
+	c.now = clk.now
 	from := time.Now()
 	_, ok := c.peek("k", from)
 	require.False(t, ok)
@@ -75,7 +93,7 @@ func TestTTLCachePeekPut(t *testing.T) {
 	require.Equal(t, 7, v)
 	_, ok = c.peek("k", from.Add(time.Second)) // another `from`
 	require.False(t, ok)
-	time.Sleep(120 * time.Millisecond)
+	clk.advance(120 * time.Millisecond)
 	_, ok = c.peek("k", from) // expired
 	require.False(t, ok)
 

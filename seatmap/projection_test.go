@@ -70,6 +70,7 @@ func streamVersions(t *testing.T, b *bundle, cursor string) map[string]int64 {
 // settle the snapshot equals Postgres's view, and the projection got there
 // from the stream (one load from Postgres).
 func TestProjectionEqualsDatabaseAfterRacingHolds(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	reg := prometheus.NewRegistry()
 	// (A relay slowed down by a loaded machine must not count as behind here.)
@@ -184,6 +185,7 @@ func assertNoError(t *testing.T, err error) bool {
 // stopped the stream says nothing new, yet once the oldest unpublished
 // change is older than MaxRelayLag the snapshot comes from Postgres.
 func TestProjectionFallsBackToPostgresWhenRelayIsBehind(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	reg := prometheus.NewRegistry()
 	svc := b.service(t, seatmap.Config{Refresh: time.Millisecond, SnapshotTTL: 10 * time.Millisecond,
@@ -205,6 +207,7 @@ func TestProjectionFallsBackToPostgresWhenRelayIsBehind(t *testing.T) {
 // reloads from Postgres (after SnapshotTTL), and a first snapshot with
 // Redis unreachable is Postgres's map at cursor "0-0".
 func TestProjectionWithRedisDown(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
@@ -238,6 +241,7 @@ func TestProjectionWithRedisDown(t *testing.T) {
 // change) is not skipped: the projection's cursor is gone from the new
 // stream, so it reloads from Postgres.
 func TestProjectionReloadsWhenTheStreamLostAChange(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()

@@ -179,6 +179,7 @@ func await(t *testing.T, ch <-chan *seatmap.Update, v *seatmap.View, cond func()
 }
 
 func TestEveryInventoryChangeReachesSubscriber(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{})
 	b.relay(t, svc)
@@ -225,6 +226,7 @@ func TestEveryInventoryChangeReachesSubscriber(t *testing.T) {
 }
 
 func TestChangeThroughOneInstanceReachesTheOther(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	a := b.service(t, seatmap.Config{}) // instance A runs the relay
 	other := b.service(t, seatmap.Config{})
@@ -245,6 +247,7 @@ func TestChangeThroughOneInstanceReachesTheOther(t *testing.T) {
 }
 
 func TestRelayRestartLosesNothing(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{})
 	ch, _ := subscribe(t, svc, b.eventID, "")
@@ -292,6 +295,7 @@ func TestRelayRestartLosesNothing(t *testing.T) {
 }
 
 func TestDuplicateDeliveryIgnoredByVersion(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{})
 	ch, _ := subscribe(t, svc, b.eventID, "")
@@ -332,6 +336,7 @@ func outboxRows(t *testing.T, b *bundle) []outbox.Row {
 }
 
 func TestResumeWithCursorGetsExactlyTheMissedChanges(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{})
 	b.relay(t, svc)
@@ -362,6 +367,7 @@ func TestResumeWithCursorGetsExactlyTheMissedChanges(t *testing.T) {
 }
 
 func TestStaleOrUnknownCursorGetsSnapshot(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{MaxLen: 10})
 	ctx := context.Background()
@@ -396,6 +402,7 @@ func TestStaleOrUnknownCursorGetsSnapshot(t *testing.T) {
 // the new stream, untrimmed and with later ids, does not hold the changes
 // published in between.
 func TestCursorFromALostStreamGetsSnapshot(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{})
 	ctx := context.Background()
@@ -418,6 +425,7 @@ func TestCursorFromALostStreamGetsSnapshot(t *testing.T) {
 }
 
 func TestSnapshotCursorLeavesNoGap(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{SnapshotTTL: time.Millisecond})
 	b.relay(t, svc)
@@ -439,6 +447,7 @@ func TestSnapshotCursorLeavesNoGap(t *testing.T) {
 }
 
 func TestSlowSubscriberCutOffWithoutDelayingOthers(t *testing.T) {
+	// Not parallel: it measures how long the others wait.
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{Buffer: 2, Coalesce: time.Millisecond})
 	ctx := context.Background()
@@ -463,6 +472,7 @@ func TestSlowSubscriberCutOffWithoutDelayingOthers(t *testing.T) {
 }
 
 func TestSSEResumeWithLastEventID(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{})
 	b.relay(t, svc)
@@ -571,6 +581,7 @@ func (s *sseStream) close() { s.resp.Body.Close() }
 // writing, a hub's changes wait and go out together (up to MaxCoalesce);
 // once it is not busy they are sent.
 func TestBusyTransportsHoldFramesBack(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	var busy atomic.Bool
 	svc := b.service(t, seatmap.Config{Coalesce: 10 * time.Millisecond, MaxCoalesce: time.Minute, Busy: busy.Load})
@@ -603,6 +614,7 @@ func TestBusyTransportsHoldFramesBack(t *testing.T) {
 // TestBusyHoldsFramesBackAtMostMaxCoalesce: a transport that stays busy
 // does not starve the subscribers.
 func TestBusyHoldsFramesBackAtMostMaxCoalesce(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{Coalesce: 10 * time.Millisecond, MaxCoalesce: 200 * time.Millisecond,
 		Busy: func() bool { return true }})
@@ -617,6 +629,7 @@ func TestBusyHoldsFramesBackAtMostMaxCoalesce(t *testing.T) {
 // SubscribeFunc calls end exactly once for a subscription that started
 // (here: its context ends), and never for one whose set-up failed.
 func TestSubscribeFuncEndsOnce(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	svc := b.service(t, seatmap.Config{})
 	var ends atomic.Int32

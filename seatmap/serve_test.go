@@ -26,6 +26,7 @@ import (
 // one database, one Redis (and seat map prefix). A hold made through the
 // GraphQL API of the first reaches a WebSocket subscriber of the second.
 func TestTwoServeProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and starts the binary")
 	}

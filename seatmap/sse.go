@@ -17,7 +17,7 @@ import (
 // event and the stream ends: it reconnects, with its cursor.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Origin") != "" && s.cfg.CheckOrigin != nil && !s.cfg.CheckOrigin(r) {
-		writeError(w, apperr.ErrForbidden)
+		apperr.WriteHTTP(w, r, apperr.ErrForbidden)
 		return
 	}
 	after := r.Header.Get("Last-Event-ID")
@@ -27,7 +27,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ch, err := Subscribe(ctx, s, r.PathValue("eventId"), after, renderSSE)
 	if err != nil {
-		writeError(w, err)
+		apperr.WriteHTTP(w, r, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -82,16 +82,4 @@ func renderSSE(u *Update) *sseEvent {
 		panic(err)
 	}
 	return &sseEvent{[]byte(fmt.Sprintf("id: %s\ndata: %s\n\n", u.Cursor, data))}
-}
-
-// writeError answers with the REST error body of the contract.
-func writeError(w http.ResponseWriter, err error) {
-	d, _ := apperr.Describe(err) // unknown errors read as INTERNAL
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(d.HTTPStatus)
-	body := map[string]any{"code": d.Code, "message": d.Message}
-	for k, v := range d.Extensions {
-		body[k] = v
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": body})
 }

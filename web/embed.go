@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/ticketing/ticketing/apperr"
 )
 
 //go:embed all:dist
@@ -62,9 +64,7 @@ func handlerFS(files fs.FS) http.Handler {
 		p := r.URL.Path
 		for _, pre := range reserved {
 			if strings.HasPrefix(p, pre) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = w.Write([]byte(`{"error":{"code":"NOT_FOUND","message":"no such endpoint"}}` + "\n"))
+				apperr.WriteHTTPCode(w, r, http.StatusNotFound, "NOT_FOUND", "no such endpoint", nil)
 				return
 			}
 		}

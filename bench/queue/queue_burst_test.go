@@ -44,6 +44,7 @@ func TestQueueBurst(t *testing.T) {
 		"JWT_ISSUER": "bench", "JWT_AUDIENCE": "ticketing", "JWT_HS256_SECRET": secret,
 		"QUEUE_KEY_PREFIX":     prefix,
 		"QUEUE_JOIN_RATE_ADDR": "0",
+		"SEARCH_DIR":           t.TempDir(),
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)

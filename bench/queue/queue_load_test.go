@@ -62,6 +62,7 @@ func TestQueueLoad(t *testing.T) {
 		"QUEUE_JOIN_RATE_ADDR": "0", // the whole load comes from 127.0.0.1
 		"QUEUE_ADMIT_RATE":     strconv.Itoa(rate),
 		"QUEUE_WINDOW":         strconv.Itoa(10 * nUsers), // measure the rate, not the window
+		"SEARCH_DIR":           t.TempDir(),
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
