@@ -153,16 +153,20 @@ func (oc *orderUpdatesConn) nextOrder(t *testing.T, id string, d time.Duration) 
 }
 
 // paysimApp is the real App on a real listener whose address is its
-// PUBLIC_BASE_URL (paysim, at paysimURL, delivers its webhooks there), on
-// database dbURL, with a small event; extra adds or replaces variables.
-func paysimApp(t *testing.T, paysimURL, dbURL string, extra map[string]string) (*app.App, *httptest.Server, fixtures.Event) {
+// PUBLIC_BASE_URL (paysim, started for the test as its own process,
+// delivers its webhooks there), on database dbURL, with a small event;
+// extra adds or replaces variables.
+func paysimApp(t *testing.T, dbURL string, extra map[string]string) (*app.App, *httptest.Server, fixtures.Event) {
 	t.Helper()
+	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
+	require.NoError(t, err)
+	t.Cleanup(stop)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	env := map[string]string{
 		"DATABASE_URL":            dbURL,
 		"JWT_HS256_SECRET":        orderUpdatesJWTSecret,
-		"PAYMENTS_BASE_URL":       paysimURL,
+		"PAYMENTS_BASE_URL":       ps.URL,
 		"PAYMENTS_WEBHOOK_SECRET": orderUpdatesWebhookSecret,
 		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
 		"TICKET_SIGNING_KEY":      orderUpdatesTicketKey,
@@ -177,6 +181,14 @@ func paysimApp(t *testing.T, paysimURL, dbURL string, extra map[string]string) (
 	return a, srv, fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
 }
 
+// mint is a token of a new user, named who and a random suffix.
+func mint(t *testing.T, who string) string {
+	t.Helper()
+	tok, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)
+	require.NoError(t, err)
+	return tok
+}
+
 // TestOrderUpdatesSubscriptionDeliversConfirmation: over a real WebSocket
 // to the real App (Postgres, Redis, paysim as its own process), the buyer's
 // orderUpdates subscription first shows the order AWAITING_PAYMENT, then,
@@ -185,18 +197,9 @@ func paysimApp(t *testing.T, paysimURL, dbURL string, extra map[string]string) (
 // user subscribing to the same order gets FORBIDDEN and never the order.
 func TestOrderUpdatesSubscriptionDeliversConfirmation(t *testing.T) {
 	t.Parallel()
-	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
-	require.NoError(t, err)
-	t.Cleanup(stop)
+	_, srv, ev := paysimApp(t, testdb.NewDatabase(t), nil)
 
-	_, srv, ev := paysimApp(t, ps.URL, testdb.NewDatabase(t), nil)
-
-	mint := func(who string) string {
-		tok, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)
-		require.NoError(t, err)
-		return tok
-	}
-	buyer, other := mint("buyer"), mint("other")
+	buyer, other := mint(t, "buyer"), mint(t, "other")
 	gql := func(tok, query string, vars map[string]any, out any) {
 		t.Helper()
 		require.Empty(t, apptest.GraphQL(t, srv.URL, tok, query, vars, out))

@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/internal/apptest"
-	"github.com/ticketing/ticketing/internal/paysimtest"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
 
@@ -25,13 +22,9 @@ import (
 // (here: for ever, so the test's 60 s bound is only a deadlock detector).
 func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 	t.Parallel()
-	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
-	require.NoError(t, err)
-	t.Cleanup(stop)
 	dbURL := testdb.NewDatabase(t)
-	a, srv, ev := paysimApp(t, ps.URL, dbURL, nil)
-	buyer, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", "buyer-"+uuid.NewString()[:8], nil, time.Hour)
-	require.NoError(t, err)
+	a, srv, ev := paysimApp(t, dbURL, nil)
+	buyer := mint(t, "buyer")
 
 	var hold struct {
 		CreateHold struct{ ID string } `json:"createHold"`
