@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -68,23 +67,11 @@ func TestHoldLimitPerAddressFreedWhenHoldsEnd(t *testing.T) {
 	var h string
 	require.Eventually(t, func() bool { h, _ = hold(buyer, ev.Seats[3], ev.Seats[4]); return h != "" }, 20*time.Second, 100*time.Millisecond)
 	limited(ev.Seats[5])
-	var created struct {
-		CreateOrder struct {
-			ID       string
-			Payments []struct {
-				CheckoutURL string `json:"checkoutUrl"`
-			}
-		} `json:"createOrder"`
-	}
-	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($h: ID!) { createOrder(input: {holdId: $h, idempotencyKey: "o1"}) { id payments { checkoutUrl } } }`,
-		map[string]any{"h": h}, &created))
-	resp, err := http.PostForm(created.CreateOrder.Payments[0].CheckoutURL, url.Values{"outcome": {"succeed"}})
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	orderID, checkoutURL := orderHold(t, srv.URL, buyer, h)
+	payAtCheckout(t, checkoutURL)
 	eventually(ev.Seats[5]) // seat 5 held now, for 10 minutes
 	var status string
-	require.NoError(t, a.Pool.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, created.CreateOrder.ID).Scan(&status))
+	require.NoError(t, a.Pool.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, orderID).Scan(&status))
 	require.Equal(t, "CONFIRMED", status)
 
 	// Cancelled: seats 5 and 6 held; the owner of 6 cancels.

@@ -181,6 +181,33 @@ func paysimApp(t *testing.T, dbURL string, extra map[string]string) (*app.App, *
 	return a, srv, fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
 }
 
+// orderHold orders hold holdID for tok's user over GraphQL; it returns
+// the order's id and its payment's checkout page.
+func orderHold(t *testing.T, baseURL, tok, holdID string) (orderID, checkoutURL string) {
+	t.Helper()
+	var created struct {
+		CreateOrder struct {
+			ID       string
+			Payments []struct {
+				CheckoutURL string `json:"checkoutUrl"`
+			}
+		} `json:"createOrder"`
+	}
+	require.Empty(t, apptest.GraphQL(t, baseURL, tok, `mutation($h: ID!) { createOrder(input: {holdId: $h, idempotencyKey: "o1"}) { id payments { checkoutUrl } } }`,
+		map[string]any{"h": holdID}, &created))
+	return created.CreateOrder.ID, created.CreateOrder.Payments[0].CheckoutURL
+}
+
+// payAtCheckout pays at paysim's hosted checkout (a non-browser client
+// gets the payment as JSON, 200 when this request settled it).
+func payAtCheckout(t *testing.T, checkoutURL string) {
+	t.Helper()
+	resp, err := http.PostForm(checkoutURL, url.Values{"outcome": {"succeed"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
 // mint is a token of a new user, named who and a random suffix.
 func mint(t *testing.T, who string) string {
 	t.Helper()
@@ -259,12 +286,8 @@ func TestOrderUpdatesSubscriptionDeliversConfirmation(t *testing.T) {
 	require.Equal(t, "theirs", done.ID)
 	require.Equal(t, "complete", done.Type, "payload %s", done.Payload)
 
-	// The buyer pays at paysim's hosted checkout (a non-browser client gets
-	// the payment as JSON, 200 when this request settled it).
-	resp, err := http.PostForm(order.Payments[0].CheckoutURL, url.Values{"outcome": {"succeed"}})
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The buyer pays at paysim's hosted checkout.
+	payAtCheckout(t, order.Payments[0].CheckoutURL)
 
 	// The subscription must deliver the confirmation by itself: nothing
 	// else in this test reads the order.

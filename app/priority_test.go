@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -31,17 +29,7 @@ func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 	}
 	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($e: ID!, $s: [ID!]) { createHold(input: {eventId: $e, seatIds: $s, idempotencyKey: "h1"}) { id } }`,
 		map[string]any{"e": ev.ID, "s": []string{ev.Seats[0]}}, &hold))
-	var created struct {
-		CreateOrder struct {
-			ID       string
-			Payments []struct {
-				CheckoutURL string `json:"checkoutUrl"`
-			}
-		} `json:"createOrder"`
-	}
-	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($h: ID!) { createOrder(input: {holdId: $h, idempotencyKey: "o1"}) { id payments { checkoutUrl } } }`,
-		map[string]any{"h": hold.CreateHold.ID}, &created))
-	order := created.CreateOrder
+	orderID, checkoutURL := orderHold(t, srv.URL, buyer, hold.CreateHold.ID)
 
 	// The flood: take every connection of the main pool and keep them.
 	var taken []*pgxpool.Conn
@@ -62,10 +50,7 @@ func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 	require.EqualValues(t, a.Pool.Config().MaxConns, len(taken), "the main pool is exhausted")
 
 	// Pay: paysim notifies the server, which must confirm by itself.
-	resp, err := http.PostForm(order.Payments[0].CheckoutURL, url.Values{"outcome": {"succeed"}})
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	payAtCheckout(t, checkoutURL)
 	paid := time.Now()
 
 	conn, err := pgxpool.New(context.Background(), dbURL) // a reader of its own
@@ -73,7 +58,7 @@ func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 	defer conn.Close()
 	var status string
 	require.Eventually(t, func() bool {
-		err := conn.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, order.ID).Scan(&status)
+		err := conn.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, orderID).Scan(&status)
 		return err == nil && status == "CONFIRMED"
 	}, 60*time.Second, 20*time.Millisecond, "the order was not confirmed while the main pool was exhausted (last status %q)", status)
 	t.Logf("confirmed %v after payment, with all %d connections of the main pool taken", time.Since(paid).Round(time.Millisecond), len(taken))
