@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/app"
-	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/internal/apptest"
-	"github.com/ticketing/ticketing/internal/paysimtest"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
 
@@ -28,15 +25,7 @@ import (
 // or cancelled.
 func TestHoldLimitPerAddressFreedWhenHoldsEnd(t *testing.T) {
 	t.Parallel()
-	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
-	require.NoError(t, err)
-	t.Cleanup(stop)
-	a, srv, ev := paysimApp(t, ps.URL, testdb.NewDatabase(t), map[string]string{"ABUSE_LIMITS": "on", "HOLD_LIMIT_PER_ADDRESS": "2"})
-	mint := func(who string) string {
-		tok, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)
-		require.NoError(t, err)
-		return tok
-	}
+	a, srv, ev := paysimApp(t, testdb.NewDatabase(t), map[string]string{"ABUSE_LIMITS": "on", "HOLD_LIMIT_PER_ADDRESS": "2"})
 	hold := func(tok string, seats ...string) (string, string) {
 		var out struct {
 			CreateHold struct{ ID string } `json:"createHold"`
@@ -51,12 +40,12 @@ func TestHoldLimitPerAddressFreedWhenHoldsEnd(t *testing.T) {
 	}
 	limited := func(seat string) {
 		t.Helper()
-		_, code := hold(mint("probe"), seat)
+		_, code := hold(mint(t, "probe"), seat)
 		require.Equal(t, "HOLD_LIMIT_EXCEEDED", code)
 	}
 	eventually := func(seat string) {
 		t.Helper()
-		tok := mint("next")
+		tok := mint(t, "next")
 		require.Eventually(t, func() bool { id, _ := hold(tok, seat); return id != "" }, 20*time.Second, 100*time.Millisecond)
 	}
 
@@ -67,43 +56,31 @@ func TestHoldLimitPerAddressFreedWhenHoldsEnd(t *testing.T) {
 
 	// Expired: holds of 2 seconds.
 	setDuration(2)
-	_, code := hold(mint("early"), ev.Seats[0], ev.Seats[1])
+	_, code := hold(mint(t, "early"), ev.Seats[0], ev.Seats[1])
 	require.Empty(t, code)
 	limited(ev.Seats[2])
 	eventually(ev.Seats[2]) // held for 2 seconds
 	setDuration(600)
 
 	// Bought.
-	buyer := mint("buyer")
+	buyer := mint(t, "buyer")
 	var h string
 	require.Eventually(t, func() bool { h, _ = hold(buyer, ev.Seats[3], ev.Seats[4]); return h != "" }, 20*time.Second, 100*time.Millisecond)
 	limited(ev.Seats[5])
-	var created struct {
-		CreateOrder struct {
-			ID       string
-			Payments []struct {
-				CheckoutURL string `json:"checkoutUrl"`
-			}
-		} `json:"createOrder"`
-	}
-	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($h: ID!) { createOrder(input: {holdId: $h, idempotencyKey: "o1"}) { id payments { checkoutUrl } } }`,
-		map[string]any{"h": h}, &created))
-	resp, err := http.PostForm(created.CreateOrder.Payments[0].CheckoutURL, url.Values{"outcome": {"succeed"}})
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	orderID, checkoutURL := orderHold(t, srv.URL, buyer, h)
+	payAtCheckout(t, checkoutURL)
 	eventually(ev.Seats[5]) // seat 5 held now, for 10 minutes
 	var status string
-	require.NoError(t, a.Pool.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, created.CreateOrder.ID).Scan(&status))
+	require.NoError(t, a.Pool.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, orderID).Scan(&status))
 	require.Equal(t, "CONFIRMED", status)
 
 	// Cancelled: seats 5 and 6 held; the owner of 6 cancels.
-	owner := mint("owner")
+	owner := mint(t, "owner")
 	h, code = hold(owner, ev.Seats[6])
 	require.Empty(t, code)
 	limited(ev.Seats[7])
 	require.Empty(t, apptest.GraphQL(t, srv.URL, owner, `mutation($h: ID!) { cancelHold(id: $h) { status } }`, map[string]any{"h": h}, nil))
-	id, code := hold(mint("after-cancel"), ev.Seats[7])
+	id, code := hold(mint(t, "after-cancel"), ev.Seats[7])
 	require.Empty(t, code, "at once")
 	require.NotEmpty(t, id)
 	limited(ev.Seats[8])

@@ -153,16 +153,20 @@ func (oc *orderUpdatesConn) nextOrder(t *testing.T, id string, d time.Duration) 
 }
 
 // paysimApp is the real App on a real listener whose address is its
-// PUBLIC_BASE_URL (paysim, at paysimURL, delivers its webhooks there), on
-// database dbURL, with a small event; extra adds or replaces variables.
-func paysimApp(t *testing.T, paysimURL, dbURL string, extra map[string]string) (*app.App, *httptest.Server, fixtures.Event) {
+// PUBLIC_BASE_URL (paysim, started for the test as its own process,
+// delivers its webhooks there), on database dbURL, with a small event;
+// extra adds or replaces variables.
+func paysimApp(t *testing.T, dbURL string, extra map[string]string) (*app.App, *httptest.Server, fixtures.Event) {
 	t.Helper()
+	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
+	require.NoError(t, err)
+	t.Cleanup(stop)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	env := map[string]string{
 		"DATABASE_URL":            dbURL,
 		"JWT_HS256_SECRET":        orderUpdatesJWTSecret,
-		"PAYMENTS_BASE_URL":       paysimURL,
+		"PAYMENTS_BASE_URL":       ps.URL,
 		"PAYMENTS_WEBHOOK_SECRET": orderUpdatesWebhookSecret,
 		"PUBLIC_BASE_URL":         "http://" + l.Addr().String(),
 		"TICKET_SIGNING_KEY":      orderUpdatesTicketKey,
@@ -177,6 +181,41 @@ func paysimApp(t *testing.T, paysimURL, dbURL string, extra map[string]string) (
 	return a, srv, fixtures.SmallEvent(t, a.Pool, fixtures.EventOptions{})
 }
 
+// orderHold orders hold holdID for tok's user over GraphQL; it returns
+// the order's id and its payment's checkout page.
+func orderHold(t *testing.T, baseURL, tok, holdID string) (orderID, checkoutURL string) {
+	t.Helper()
+	var created struct {
+		CreateOrder struct {
+			ID       string
+			Payments []struct {
+				CheckoutURL string `json:"checkoutUrl"`
+			}
+		} `json:"createOrder"`
+	}
+	require.Empty(t, apptest.GraphQL(t, baseURL, tok, `mutation($h: ID!) { createOrder(input: {holdId: $h, idempotencyKey: "o1"}) { id payments { checkoutUrl } } }`,
+		map[string]any{"h": holdID}, &created))
+	return created.CreateOrder.ID, created.CreateOrder.Payments[0].CheckoutURL
+}
+
+// payAtCheckout pays at paysim's hosted checkout (a non-browser client
+// gets the payment as JSON, 200 when this request settled it).
+func payAtCheckout(t *testing.T, checkoutURL string) {
+	t.Helper()
+	resp, err := http.PostForm(checkoutURL, url.Values{"outcome": {"succeed"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// mint is a token of a new user, named who and a random suffix.
+func mint(t *testing.T, who string) string {
+	t.Helper()
+	tok, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)
+	require.NoError(t, err)
+	return tok
+}
+
 // TestOrderUpdatesSubscriptionDeliversConfirmation: over a real WebSocket
 // to the real App (Postgres, Redis, paysim as its own process), the buyer's
 // orderUpdates subscription first shows the order AWAITING_PAYMENT, then,
@@ -185,18 +224,9 @@ func paysimApp(t *testing.T, paysimURL, dbURL string, extra map[string]string) (
 // user subscribing to the same order gets FORBIDDEN and never the order.
 func TestOrderUpdatesSubscriptionDeliversConfirmation(t *testing.T) {
 	t.Parallel()
-	ps, stop, err := paysimtest.Start(orderUpdatesWebhookSecret)
-	require.NoError(t, err)
-	t.Cleanup(stop)
+	_, srv, ev := paysimApp(t, testdb.NewDatabase(t), nil)
 
-	_, srv, ev := paysimApp(t, ps.URL, testdb.NewDatabase(t), nil)
-
-	mint := func(who string) string {
-		tok, err := auth.Mint(orderUpdatesJWTSecret, "ticketing-dev", "ticketing", who+"-"+uuid.NewString()[:8], nil, time.Hour)
-		require.NoError(t, err)
-		return tok
-	}
-	buyer, other := mint("buyer"), mint("other")
+	buyer, other := mint(t, "buyer"), mint(t, "other")
 	gql := func(tok, query string, vars map[string]any, out any) {
 		t.Helper()
 		require.Empty(t, apptest.GraphQL(t, srv.URL, tok, query, vars, out))
@@ -256,12 +286,8 @@ func TestOrderUpdatesSubscriptionDeliversConfirmation(t *testing.T) {
 	require.Equal(t, "theirs", done.ID)
 	require.Equal(t, "complete", done.Type, "payload %s", done.Payload)
 
-	// The buyer pays at paysim's hosted checkout (a non-browser client gets
-	// the payment as JSON, 200 when this request settled it).
-	resp, err := http.PostForm(order.Payments[0].CheckoutURL, url.Values{"outcome": {"succeed"}})
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The buyer pays at paysim's hosted checkout.
+	payAtCheckout(t, order.Payments[0].CheckoutURL)
 
 	// The subscription must deliver the confirmation by itself: nothing
 	// else in this test reads the order.

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/ticketing/ticketing/audit"
 	"github.com/ticketing/ticketing/auth"
@@ -218,6 +219,46 @@ func (e *env) hold(u auth.User, seats []int, ga int) holds.Hold {
 	h, err := e.holds.Create(e.ctx, u, req)
 	require.NoError(e.t, err)
 	return h
+}
+
+// propertyOrder is one case of the state-machine properties: a new user
+// orders the next of the event's seats and one GA unit (a fresh event, on
+// which newEvent runs if not nil, when the seats run out); the payment is
+// pending, and the hold is expired when rapid draws "holdExpired".
+func (e *env) propertyOrder(rt *rapid.T, seat *int, newEvent func()) (u auth.User, o orders.Order, p orders.Payment, expired bool) {
+	if *seat == len(e.ev.Seats) {
+		e.ev = createEvent(e.t, e.pool)
+		if newEvent != nil {
+			newEvent()
+		}
+		*seat = 0
+	}
+	u = user("u-" + uuid.NewString()[:8])
+	h := e.hold(u, []int{*seat}, 1)
+	*seat++
+	o, err := e.svc.Create(e.ctx, u, h.ID, "k")
+	require.NoError(rt, err)
+	p = e.payments(o.ID)[0]
+	require.Equal(rt, orders.PaymentPending, p.Status)
+	expired = rapid.Bool().Draw(rt, "holdExpired")
+	if expired {
+		e.expireHold(h.ID)
+	}
+	return u, o, p, expired
+}
+
+// stripeService is a service whose provider is Stripe, backed by a fake
+// Stripe API (api), reconciling payments after reconcileAfter.
+func (e *env) stripeService(reconcileAfter time.Duration) (*stripeAPI, *payments.Stripe, *orders.Service) {
+	e.t.Helper()
+	api := newStripeAPI()
+	srv := httptest.NewServer(api)
+	e.t.Cleanup(srv.Close)
+	stripe := payments.NewStripe("sk_test_x", "whsec_x", payments.StripeBackends(srv.URL, srv.Client()))
+	svc, err := orders.New(e.st, orders.Config{Provider: stripe, ProviderName: "stripe", PublicBaseURL: e.srv.URL,
+		TicketKeys: ticketKeys, ReconcileAfter: reconcileAfter, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(e.t, err)
+	return api, stripe, svc
 }
 
 // expireHold moves a hold's expiry into the past.

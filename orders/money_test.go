@@ -212,10 +212,7 @@ func TestConcurrentTransitionsOneWinner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	u := user("alice")
-	h := e.hold(u, []int{0}, 0)
-	o, err := e.svc.Create(e.ctx, u, h.ID, "k1")
-	require.NoError(t, err)
-	p := e.lastPayment(o.ID)
+	_, o, p := e.checkout(u, 0)
 
 	targets := []string{orders.PaymentFailed, orders.PaymentCancelled, orders.PaymentSucceeded, orders.PaymentRefunded}
 	var wg sync.WaitGroup

@@ -364,10 +364,10 @@ func (s *Service) RetryPayment(ctx context.Context, user auth.User, orderID, key
 	return s.st.GetOrder(ctx, orderID)
 }
 
-// voidPayableFailed voids at the provider the order's FAILED attempts that
-// can still be paid (payments.FailedMaySucceed).
+// voidPayableFailed voids at the provider the order's FAILED attempts, if
+// with this provider they can still be paid (voidable).
 func (s *Service) voidPayableFailed(ctx context.Context, orderID string) error {
-	if !payments.FailedMaySucceed(s.cfg.Provider) {
+	if !s.voidable(PaymentFailed) {
 		return nil
 	}
 	ps, err := s.st.OrderPayments(ctx, orderID)
@@ -375,7 +375,7 @@ func (s *Service) voidPayableFailed(ctx context.Context, orderID string) error {
 		return err
 	}
 	for _, p := range ps {
-		if p.Status == PaymentFailed && p.ProviderRef != nil {
+		if p.Status == PaymentFailed {
 			if err := s.voidPayment(ctx, p.ID); err != nil {
 				return err
 			}

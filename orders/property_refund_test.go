@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -35,22 +34,7 @@ func TestStateMachineWithRefundsAndDisputes(t *testing.T) {
 	e.setRefundDeadline(&deadline)
 	seat := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		if seat == len(e.ev.Seats) {
-			e.ev = createEvent(t, e.pool)
-			e.setRefundDeadline(&deadline)
-			seat = 0
-		}
-		u := user("u-" + uuid.NewString()[:8])
-		h := e.hold(u, []int{seat}, 1)
-		seat++
-		o, err := e.svc.Create(e.ctx, u, h.ID, "k")
-		require.NoError(rt, err)
-		p := e.payments(o.ID)[0]
-		require.Equal(rt, orders.PaymentPending, p.Status)
-		expired := rapid.Bool().Draw(rt, "holdExpired")
-		if expired {
-			e.expireHold(h.ID)
-		}
+		u, o, p, expired := e.propertyOrder(rt, &seat, func() { e.setRefundDeadline(&deadline) })
 		steps := []string{payments.EventPaymentSucceeded, payments.EventPaymentFailed, payments.EventPaymentCancelled,
 			payments.EventRefundSucceeded, payments.EventPaymentDisputed, requestRefundStep}
 		distinct := rapid.SliceOfNDistinct(rapid.SampledFrom(steps), 1, len(steps), func(s string) string { return s }).Draw(rt, "steps")

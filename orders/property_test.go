@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -28,22 +27,7 @@ func TestStateMachineUnderRandomWebhooks(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	seat := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		if seat == len(e.ev.Seats) {
-			e.ev = createEvent(t, e.pool)
-			seat = 0
-		}
-		u := user("u-" + uuid.NewString()[:8])
-		h := e.hold(u, []int{seat}, 1)
-		seat++
-		o, err := e.svc.Create(e.ctx, u, h.ID, "k")
-		require.NoError(rt, err)
-		p := e.payments(o.ID)[0]
-		require.Equal(rt, orders.PaymentPending, p.Status)
-
-		expired := rapid.Bool().Draw(rt, "holdExpired")
-		if expired {
-			e.expireHold(h.ID)
-		}
+		_, o, p, expired := e.propertyOrder(rt, &seat, nil)
 		types := []string{payments.EventPaymentSucceeded, payments.EventPaymentFailed, payments.EventPaymentCancelled}
 		if expired {
 			types = append(types, payments.EventRefundSucceeded) // only a late charge is refunded

@@ -3,10 +3,7 @@ package orders_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +14,6 @@ import (
 
 	"github.com/ticketing/ticketing/audit"
 	"github.com/ticketing/ticketing/orders"
-	"github.com/ticketing/ticketing/payments"
 )
 
 // stripeAPI answers like Stripe's API for the PaymentIntent calls the
@@ -109,13 +105,7 @@ func (f *stripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestReconcilerFindsSuccessAfterStripeDecline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	api := newStripeAPI()
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	stripe := payments.NewStripe("sk_test_x", "whsec_x", payments.StripeBackends(srv.URL, srv.Client()))
-	svc, err := orders.New(e.st, orders.Config{Provider: stripe, ProviderName: "stripe", PublicBaseURL: e.srv.URL,
-		TicketKeys: ticketKeys, ReconcileAfter: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	api, stripe, svc := e.stripeService(time.Minute)
 	// age moves a payment's failure (and last check) back in time.
 	age := func(paymentID string, d time.Duration) {
 		_, err := e.pool.Exec(e.ctx, `UPDATE payments SET updated_at = updated_at - $2 * interval '1 second',

@@ -1,9 +1,6 @@
 package orders_test
 
 import (
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -85,13 +82,7 @@ func TestInboxIsKeyedByProvider(t *testing.T) {
 func TestStripeDeclinedIntentVoidedBeforeRetryAndWhenTheOrderEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	api := newStripeAPI()
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	stripe := payments.NewStripe("sk_test_x", "whsec_x", payments.StripeBackends(srv.URL, srv.Client()))
-	svc, err := orders.New(e.st, orders.Config{Provider: stripe, ProviderName: "stripe", PublicBaseURL: e.srv.URL,
-		TicketKeys: ticketKeys, ReconcileAfter: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	api, _, svc := e.stripeService(time.Second)
 	u := user("alice")
 	h := e.hold(u, []int{0}, 0)
 	o, err := svc.Create(e.ctx, u, h.ID, "k1")

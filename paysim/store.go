@@ -230,26 +230,39 @@ func (s *Server) setStatus(ctx context.Context, tx pgx.Tx, p payment, status, fa
 	return p, s.emit(ctx, tx, p, event)
 }
 
+// withLockedPayment locks payment id in a transaction and commits what
+// change does with it; an error from change rolls the transaction back.
+func (s *Server) withLockedPayment(ctx context.Context, id string, change func(tx pgx.Tx, p payment) (payment, error)) (payment, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return payment{}, err
+	}
+	defer tx.Rollback(ctx)
+	p, err := lockPayment(ctx, tx, id)
+	if err != nil {
+		return p, err
+	}
+	if p, err = change(tx, p); err != nil {
+		return p, err
+	}
+	return p, tx.Commit(ctx)
+}
+
 // settle applies the buyer's (or auto_outcome's) choice to a pending
 // payment. A payment that is no longer pending is returned unchanged with
 // changed == false.
 func (s *Server) settle(ctx context.Context, id, outcome string) (p payment, changed bool, err error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return p, false, err
-	}
-	defer tx.Rollback(ctx)
-	p, changed, err = s.settleTx(ctx, tx, id, outcome)
-	if err != nil || !changed {
-		return p, false, err
-	}
-	return p, true, tx.Commit(ctx)
+	p, err = s.withLockedPayment(ctx, id, func(tx pgx.Tx, p payment) (payment, error) {
+		p, changed, err = s.settleTx(ctx, tx, p, outcome)
+		return p, err
+	})
+	return p, changed && err == nil, err
 }
 
-func (s *Server) settleTx(ctx context.Context, tx pgx.Tx, id, outcome string) (payment, bool, error) {
-	p, err := lockPayment(ctx, tx, id)
-	if err != nil || p.Status != "pending" {
-		return p, false, err
+// settleTx settles p, locked in tx, if it is still pending.
+func (s *Server) settleTx(ctx context.Context, tx pgx.Tx, p payment, outcome string) (payment, bool, error) {
+	if p.Status != "pending" {
+		return p, false, nil
 	}
 	eff, err := s.effectiveFaults(ctx, tx, p.Simulate)
 	if err != nil {
@@ -264,48 +277,28 @@ func (s *Server) settleTx(ctx context.Context, tx pgx.Tx, id, outcome string) (p
 }
 
 func (s *Server) cancelPayment(ctx context.Context, id string) (payment, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return payment{}, err
-	}
-	defer tx.Rollback(ctx)
-	p, err := lockPayment(ctx, tx, id)
-	if err != nil {
-		return p, err
-	}
-	if p.Status != "pending" {
-		return p, notPending(p, "cancel")
-	}
-	if p, err = s.setStatus(ctx, tx, p, "cancelled", "", "", "payment.cancelled"); err != nil {
-		return p, err
-	}
-	return p, tx.Commit(ctx)
+	return s.withLockedPayment(ctx, id, func(tx pgx.Tx, p payment) (payment, error) {
+		if p.Status != "pending" {
+			return p, notPending(p, "cancel")
+		}
+		return s.setStatus(ctx, tx, p, "cancelled", "", "", "payment.cancelled")
+	})
 }
 
 // dispute moves a succeeded payment to refunded with failure_code
 // "disputed" and emits payment.disputed; a payment already disputed is
 // returned as it is; any other is 409 payment_not_refundable.
 func (s *Server) dispute(ctx context.Context, id string) (payment, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return payment{}, err
-	}
-	defer tx.Rollback(ctx)
-	p, err := lockPayment(ctx, tx, id)
-	if err != nil {
-		return p, err
-	}
-	if p.Status == "refunded" && p.FailureCode == "disputed" {
-		return p, nil
-	}
-	if p.Status != "succeeded" {
-		return p, &apiError{Status: 409, Code: "payment_not_refundable", Payment: &p,
-			Message: fmt.Sprintf("cannot dispute a payment in status %s", p.Status)}
-	}
-	if p, err = s.setStatus(ctx, tx, p, "refunded", "disputed", newID("dp"), "payment.disputed"); err != nil {
-		return p, err
-	}
-	return p, tx.Commit(ctx)
+	return s.withLockedPayment(ctx, id, func(tx pgx.Tx, p payment) (payment, error) {
+		if p.Status == "refunded" && p.FailureCode == "disputed" {
+			return p, nil
+		}
+		if p.Status != "succeeded" {
+			return p, &apiError{Status: 409, Code: "payment_not_refundable", Payment: &p,
+				Message: fmt.Sprintf("cannot dispute a payment in status %s", p.Status)}
+		}
+		return s.setStatus(ctx, tx, p, "refunded", "disputed", newID("dp"), "payment.disputed")
+	})
 }
 
 // refund fully refunds a succeeded payment, idempotently by key.

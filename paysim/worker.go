@@ -97,7 +97,11 @@ func (s *Server) settleDue(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	for _, d := range list {
-		if _, _, err := s.settleTx(ctx, tx, d.id, d.outcome); err != nil {
+		p, err := lockPayment(ctx, tx, d.id)
+		if err != nil {
+			return 0, err
+		}
+		if _, _, err := s.settleTx(ctx, tx, p, d.outcome); err != nil {
 			return 0, err
 		}
 	}

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -219,28 +220,19 @@ func (a *API) createHold(w http.ResponseWriter, r *http.Request) {
 }
 
 // getHold is GET /api/holds/{holdId} (hold).
-func (a *API) getHold(w http.ResponseWriter, r *http.Request) {
-	u, err := auth.Require(r.Context())
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	h, err := a.s.Holds.Get(r.Context(), u, r.PathValue("holdId"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	a.replyHold(w, r, http.StatusOK, h)
-}
+func (a *API) getHold(w http.ResponseWriter, r *http.Request) { a.onHold(w, r, a.s.Holds.Get) }
 
 // cancelHold is DELETE /api/holds/{holdId} (cancelHold): the cancelled hold.
-func (a *API) cancelHold(w http.ResponseWriter, r *http.Request) {
+func (a *API) cancelHold(w http.ResponseWriter, r *http.Request) { a.onHold(w, r, a.s.Holds.Cancel) }
+
+// onHold answers with the hold act returns for the caller's hold {holdId}.
+func (a *API) onHold(w http.ResponseWriter, r *http.Request, act func(context.Context, auth.User, string) (holds.Hold, error)) {
 	u, err := auth.Require(r.Context())
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	h, err := a.s.Holds.Cancel(r.Context(), u, r.PathValue("holdId"))
+	h, err := act(r.Context(), u, r.PathValue("holdId"))
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -85,13 +85,7 @@ func selectionKey(b *strings.Builder, oc *graphql.OperationContext, fields []gra
 }
 
 func (m *SeatMap) encode(w *bytes.Buffer, oc *graphql.OperationContext, fields []graphql.CollectedField) {
-	w.WriteByte('{')
-	for i, f := range fields {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		writeString(w, f.Alias)
-		w.WriteByte(':')
+	writeObject(w, fields, func(f graphql.CollectedField) {
 		switch f.Name {
 		case "__typename":
 			writeString(w, "SeatMap")
@@ -100,62 +94,61 @@ func (m *SeatMap) encode(w *bytes.Buffer, oc *graphql.OperationContext, fields [
 		case "cursor":
 			writeString(w, m.Cursor)
 		case "seats":
-			sub := graphql.CollectFields(oc, f.Selections, []string{"SeatMapSeat"})
-			w.WriteByte('[')
-			for j, s := range m.Seats {
-				if j > 0 {
-					w.WriteByte(',')
+			writeList(w, oc, f, "SeatMapSeat", m.Seats, func(s *SeatMapSeat, name string) {
+				switch name {
+				case "seatId":
+					writeString(w, s.SeatID)
+				case "sectionId":
+					writeString(w, s.SectionID)
+				case "status":
+					writeString(w, string(s.Status))
+				case "version":
+					writeInt(w, s.Version)
+				default: // validation admits no other field
+					w.WriteString("null")
 				}
-				writeObject(w, sub, func(name string) {
-					switch name {
-					case "__typename":
-						writeString(w, "SeatMapSeat")
-					case "seatId":
-						writeString(w, s.SeatID)
-					case "sectionId":
-						writeString(w, s.SectionID)
-					case "status":
-						writeString(w, string(s.Status))
-					case "version":
-						w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(s.Version), 10))
-					default: // validation admits no other field
-						w.WriteString("null")
-					}
-				})
-			}
-			w.WriteByte(']')
+			})
 		case "generalAdmission":
-			sub := graphql.CollectFields(oc, f.Selections, []string{"GeneralAdmissionState"})
-			w.WriteByte('[')
-			for j, g := range m.GeneralAdmission {
-				if j > 0 {
-					w.WriteByte(',')
+			writeList(w, oc, f, "GeneralAdmissionState", m.GeneralAdmission, func(g *GeneralAdmissionState, name string) {
+				switch name {
+				case "sectionId":
+					writeString(w, g.SectionID)
+				case "available":
+					writeInt(w, g.Available)
+				case "version":
+					writeInt(w, g.Version)
+				default: // validation admits no other field
+					w.WriteString("null")
 				}
-				writeObject(w, sub, func(name string) {
-					switch name {
-					case "__typename":
-						writeString(w, "GeneralAdmissionState")
-					case "sectionId":
-						writeString(w, g.SectionID)
-					case "available":
-						w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(g.Available), 10))
-					case "version":
-						w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(g.Version), 10))
-					default: // validation admits no other field
-						w.WriteString("null")
-					}
-				})
-			}
-			w.WriteByte(']')
+			})
 		default: // validation admits no other field
 			w.WriteString("null")
 		}
-	}
-	w.WriteByte('}')
+	})
 }
 
-// writeObject writes {"alias":value,...} for fields, value(name) writing each value.
-func writeObject(w *bytes.Buffer, fields []graphql.CollectedField, value func(name string)) {
+// writeList writes items as a list of typ objects with f's selection,
+// value(item, name) writing each field but __typename.
+func writeList[T any](w *bytes.Buffer, oc *graphql.OperationContext, f graphql.CollectedField, typ string, items []T, value func(item T, name string)) {
+	sub := graphql.CollectFields(oc, f.Selections, []string{typ})
+	w.WriteByte('[')
+	for i, item := range items {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		writeObject(w, sub, func(f graphql.CollectedField) {
+			if f.Name == "__typename" {
+				writeString(w, typ)
+				return
+			}
+			value(item, f.Name)
+		})
+	}
+	w.WriteByte(']')
+}
+
+// writeObject writes {"alias":value,...} for fields, value(f) writing each value.
+func writeObject(w *bytes.Buffer, fields []graphql.CollectedField, value func(f graphql.CollectedField)) {
 	w.WriteByte('{')
 	for i, f := range fields {
 		if i > 0 {
@@ -163,10 +156,13 @@ func writeObject(w *bytes.Buffer, fields []graphql.CollectedField, value func(na
 		}
 		writeString(w, f.Alias)
 		w.WriteByte(':')
-		value(f.Name)
+		value(f)
 	}
 	w.WriteByte('}')
 }
+
+// writeInt writes n as a JSON number.
+func writeInt(w *bytes.Buffer, n int) { w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(n), 10)) }
 
 // writeString writes s as a JSON string, escaped as gqlgen escapes strings.
 func writeString(w io.Writer, s string) { graphql.MarshalString(s).MarshalGQL(w) }
