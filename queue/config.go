@@ -74,6 +74,16 @@ type Config struct {
 	KeyPrefix string
 }
 
+// The defaults of QUEUE_ADMIT_RATE and QUEUE_WINDOW with adaptive admission
+// (QUEUE_ADAPTIVE, the default): ceilings well above what one database
+// sustains, so the controller, not a guess, sets the pace. It starts at a
+// quarter of the rate. With QUEUE_ADAPTIVE=false the fixed defaults of
+// DefaultConfig (20/s, 500) apply.
+const (
+	AdaptiveCeilingRate   = 400
+	AdaptiveCeilingWindow = 4000
+)
+
 // DefaultConfig is the configuration without any environment override.
 func DefaultConfig() Config {
 	return Config{
@@ -179,6 +189,17 @@ func ConfigFromEnv(getenv func(string) string, signingKey string) (Config, error
 		*dst = f
 		return nil
 	}
+	c.Adaptive = true
+	switch v := strings.TrimSpace(getenv("QUEUE_ADAPTIVE")); v {
+	case "", "true", "1":
+		// The controller sets the pace; unset, QUEUE_ADMIT_RATE and
+		// QUEUE_WINDOW are only the ceilings of a safety net.
+		c.AdmitRate, c.Window = AdaptiveCeilingRate, AdaptiveCeilingWindow
+	case "false", "0":
+		c.Adaptive = false
+	default:
+		return c, fmt.Errorf("config: QUEUE_ADAPTIVE: want true or false, got %q", v)
+	}
 	var burst, window float64
 	if err := num("QUEUE_ADMIT_RATE", &c.AdmitRate); err != nil {
 		return c, err
@@ -213,14 +234,6 @@ func ConfigFromEnv(getenv func(string) string, signingKey string) (Config, error
 			return c, fmt.Errorf("config: QUEUE_ADMISSION_TTL: want a duration of at least 1s, got %q", v)
 		}
 		c.AdmissionTTL = d
-	}
-	c.Adaptive = true
-	switch v := strings.TrimSpace(getenv("QUEUE_ADAPTIVE")); v {
-	case "", "true", "1":
-	case "false", "0":
-		c.Adaptive = false
-	default:
-		return c, fmt.Errorf("config: QUEUE_ADAPTIVE: want true or false, got %q", v)
 	}
 	c.KeyPrefix = strings.TrimSpace(getenv("QUEUE_KEY_PREFIX"))
 	if v := strings.TrimSpace(getenv("TRUSTED_PROXIES")); v != "" {

@@ -644,4 +644,18 @@ func TestConfigFromEnv(t *testing.T) {
 	_, err = ConfigFromEnv(func(k string) string { return env[k] }, "0123456789abcdef")
 	require.ErrorContains(t, err, "QUEUE_WINDOW")
 	require.False(t, errors.Is(err, apperr.ErrNotFound))
+
+	// Unset, the rate and window are the adaptive controller's ceilings,
+	// or the fixed pace without it.
+	c, err = ConfigFromEnv(func(string) string { return "" }, "0123456789abcdef")
+	require.NoError(t, err)
+	require.True(t, c.Adaptive)
+	require.Equal(t, float64(AdaptiveCeilingRate), c.AdmitRate)
+	require.Equal(t, AdaptiveCeilingWindow, c.Window)
+	require.Equal(t, AdaptiveCeilingRate, c.AdmitBurst)
+	c, err = ConfigFromEnv(func(k string) string { return map[string]string{"QUEUE_ADAPTIVE": "false"}[k] }, "0123456789abcdef")
+	require.NoError(t, err)
+	require.False(t, c.Adaptive)
+	require.Equal(t, DefaultConfig().AdmitRate, c.AdmitRate)
+	require.Equal(t, DefaultConfig().Window, c.Window)
 }
