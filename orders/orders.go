@@ -122,6 +122,7 @@ type Service struct {
 	cfg     Config
 	river   *river.Client[pgx.Tx]
 	metrics *metrics
+	watcher *watcher // the orders streamed by Updates
 }
 
 // New returns the service with its river client (workers are started by
@@ -164,7 +165,7 @@ func New(st *store.Store, cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	cfg.PublicBaseURL = strings.TrimRight(cfg.PublicBaseURL, "/")
-	s := &Service{st: st, cfg: cfg, metrics: newMetrics()}
+	s := &Service{st: st, cfg: cfg, metrics: newMetrics(), watcher: newWatcher(st, updatesEvery)}
 	var err error
 	s.river, err = newRiverClient(st, s)
 	if err != nil {
@@ -485,43 +486,6 @@ func (s *Service) Payments(ctx context.Context, orderID string) ([]Payment, erro
 // with its status): GraphQL's Order.tickets and REST's order both show this.
 func (s *Service) Tickets(ctx context.Context, orderID string) ([]Ticket, error) {
 	return s.st.OrderTickets(ctx, orderID)
-}
-
-// Updates streams the caller's order: its current state at once, then each
-// time it (or one of its payments) changes, polled every second. The
-// channel is closed when ctx ends. Errors: those of Get.
-func (s *Service) Updates(ctx context.Context, user auth.User, orderID string) (<-chan Order, error) {
-	if _, err := s.Get(ctx, user, orderID); err != nil {
-		return nil, err
-	}
-	out := make(chan Order, 1)
-	go func() { // owns out
-		defer close(out)
-		last := ""
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			// Fingerprint first, then read: a change in between is sent
-			// again on the next tick rather than missed.
-			fp, err := s.st.OrderFingerprint(ctx, orderID)
-			if err == nil && fp != last {
-				if o, err := s.Get(ctx, user, orderID); err == nil {
-					last = fp
-					select {
-					case out <- o:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return out, nil
 }
 
 // TicketKeysJWKS is the JWK Set of the ticket codes' public keys (GET

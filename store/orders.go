@@ -234,12 +234,43 @@ func (s *Store) OrderTickets(ctx context.Context, orderID string) ([]Ticket, err
 	return out, wrap("order tickets", err)
 }
 
-// OrderFingerprint is a cheap value that changes whenever the order or one
-// of its payments changes (subscriptions poll it).
-func (s *Store) OrderFingerprint(ctx context.Context, id string) (string, error) {
-	var f string
-	err := s.db.QueryRow(ctx, `SELECT o.status || '|' || o.updated_at::text || '|' ||
+// sqlOrderFingerprints: a cheap value per order that changes whenever the
+// order or one of its payments changes.
+const sqlOrderFingerprints = `SELECT o.id::text, o.status || '|' || o.updated_at::text || '|' ||
   coalesce((SELECT max(updated_at)::text || count(*)::text FROM payments WHERE order_id = o.id), '')
-FROM orders o WHERE o.id = $1`, id).Scan(&f)
-	return f, wrap("order fingerprint", err)
+FROM orders o WHERE o.id = ANY($1::uuid[])`
+
+// OrderFingerprint is the order's fingerprint (subscriptions compare it).
+func (s *Store) OrderFingerprint(ctx context.Context, id string) (string, error) {
+	fps, err := s.OrderFingerprints(ctx, []string{id})
+	if err != nil {
+		return "", err
+	}
+	f, ok := fps[id]
+	if !ok {
+		return "", wrap("order fingerprint", ErrNotFound)
+	}
+	return f, nil
+}
+
+// OrderFingerprints returns the fingerprint of each of the orders that
+// exists (one query for every order an instance streams).
+func (s *Store) OrderFingerprints(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.Query(ctx, sqlOrderFingerprints, ids)
+	if err != nil {
+		return nil, wrap("order fingerprints", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, f string
+		if err := rows.Scan(&id, &f); err != nil {
+			return nil, wrap("order fingerprints", err)
+		}
+		out[id] = f
+	}
+	return out, wrap("order fingerprints", rows.Err())
 }
