@@ -185,13 +185,15 @@ ensure_haproxy() {
 # sent to another instance (never a request an instance may have started);
 # WebSocket and SSE streams stay open for an hour. /healthz, not /readyz, is
 # the check: with the primary Postgres down an instance still serves browsing
-# from the replica (see README, "When Postgres is down").
+# from the replica (see README, "When Postgres is down"). maxconn: every fan
+# waiting in a sale's queue keeps a stream open (queueUpdates), so a crowd
+# of tens of thousands is as many connections at once.
 haproxy_config() {
 	local listen=$1 i=0 p
 	shift
 	cat <<CFG
 global
-	maxconn 8000
+	maxconn 60000
 defaults
 	mode http
 	timeout connect 2s
