@@ -185,15 +185,16 @@ ensure_haproxy() {
 # sent to another instance (never a request an instance may have started);
 # WebSocket and SSE streams stay open for an hour. /healthz, not /readyz, is
 # the check: with the primary Postgres down an instance still serves browsing
-# from the replica (see README, "When Postgres is down"). maxconn: every fan
-# waiting in a sale's queue keeps a stream open (queueUpdates), so a crowd
-# of tens of thousands is as many connections at once.
+# from the replica (see README, "When Postgres is down"). maxconn: each
+# connection takes two file descriptors and HAProxy must raise its limit to
+# about twice maxconn; where the hard limit is 20,000 (this machine's
+# containers), 8,000 is what fits.
 haproxy_config() {
 	local listen=$1 i=0 p
 	shift
 	cat <<CFG
 global
-	maxconn 60000
+	maxconn 8000
 defaults
 	mode http
 	timeout connect 2s

@@ -217,7 +217,7 @@ func (b *buyer) queue(ctx context.Context) error {
 		if err == nil && t.Status == "WAITING" {
 			call := time.Now()
 			var last queueTicket
-			serr := b.r.C.Subscribe(ctx, b.token, `subscription($e: ID!) { queueUpdates(eventId: $e) { `+fields+` } }`,
+			serr := b.subscribe(ctx, `subscription($e: ID!) { queueUpdates(eventId: $e) { `+fields+` } }`,
 				map[string]any{"e": b.r.EventID}, func(data json.RawMessage) bool {
 					var u struct{ QueueUpdates queueTicket }
 					if json.Unmarshal(data, &u) != nil {
@@ -227,7 +227,9 @@ func (b *buyer) queue(ctx context.Context) error {
 					last = u.QueueUpdates
 					return last.Status != "WAITING"
 				})
-			b.r.S.Observe("queueUpdates", call, serr)
+			if serr != errNoStream {
+				b.r.S.Observe("queueUpdates", call, serr)
+			}
 			if serr == nil {
 				t = last
 				if t.Status == "EXPIRED" {
@@ -239,7 +241,9 @@ func (b *buyer) queue(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			b.r.S.Count("queue stream fallbacks (polling)", 1)
+			if serr != errNoStream {
+				b.r.S.Count("queue stream fallbacks (polling)", 1)
+			}
 		}
 		// The web app's fallback: read the place now and then.
 		wait := 2 * time.Second
@@ -391,7 +395,7 @@ func (b *buyer) poll(ctx context.Context, orderID string, deadline time.Time, pr
 		sctx, cancel := context.WithDeadline(ctx, deadline)
 		call := time.Now()
 		var got orderResp
-		err := b.r.C.Subscribe(sctx, b.token, `subscription($id: ID!) { orderUpdates(orderId: $id) { `+orderFields+` } }`,
+		err := b.subscribe(sctx, `subscription($id: ID!) { orderUpdates(orderId: $id) { `+orderFields+` } }`,
 			map[string]any{"id": orderID}, func(data json.RawMessage) bool {
 				var u struct{ OrderUpdates *orderResp }
 				if json.Unmarshal(data, &u) != nil || u.OrderUpdates == nil {
@@ -402,11 +406,13 @@ func (b *buyer) poll(ctx context.Context, orderID string, deadline time.Time, pr
 				return pred(got)
 			})
 		cancel()
-		b.r.S.Observe("orderUpdates", call, err)
+		if err != errNoStream {
+			b.r.S.Observe("orderUpdates", call, err)
+		}
 		if err == nil {
 			return got, call, time.Now(), true
 		}
-		if ctx.Err() == nil && time.Now().Before(deadline) {
+		if err != errNoStream && ctx.Err() == nil && time.Now().Before(deadline) {
 			b.r.S.Count("order stream fallbacks (polling)", 1)
 		}
 	}

@@ -43,11 +43,11 @@ func main() {
 
 // Config is every knob of a run.
 type Config struct {
-	Buyers, Seats, GA, Sections, HoldSeconds, Window, HoldAttempts, APIs, Paysims int
-	AdmitRate, SnapshotFrac                                                       float64
-	Ramp, Think, PollEvery, OrderSettle, Settle, MaxDuration, FaultPhase          time.Duration
-	ReconcileAfter, ChaosFor, AdmissionTTL                                        time.Duration
-	Faults, SplitWorkers, Keep, Progress, PublicPerInstance                       bool
+	Buyers, Seats, GA, Sections, HoldSeconds, Window, HoldAttempts, APIs, Paysims, Streams int
+	AdmitRate, SnapshotFrac                                                                float64
+	Ramp, Think, PollEvery, OrderSettle, Settle, MaxDuration, FaultPhase                   time.Duration
+	ReconcileAfter, ChaosFor, AdmissionTTL                                                 time.Duration
+	Faults, SplitWorkers, Keep, Progress, PublicPerInstance                                bool
 	// LB is "haproxy" (default) or "round-robin".
 	LB                                 string
 	DBBase, Bin, Out, Scenario, Secret string
@@ -56,7 +56,7 @@ type Config struct {
 // DefaultConfig is a quick run: 2,000 buyers on 1,000 seats + 1,000 GA.
 func DefaultConfig() Config {
 	return Config{
-		Buyers: 2000, Seats: 1000, GA: 1000, Sections: 1, HoldSeconds: 45, HoldAttempts: 5, APIs: 1, Paysims: 1,
+		Buyers: 2000, Seats: 1000, GA: 1000, Sections: 1, HoldSeconds: 45, HoldAttempts: 5, APIs: 1, Paysims: 1, Streams: 6000,
 		SnapshotFrac: 0.02,
 		Ramp:         20 * time.Second, Think: 3 * time.Second, PollEvery: 1500 * time.Millisecond, OrderSettle: 2 * time.Minute,
 		Settle: 4 * time.Minute, MaxDuration: 15 * time.Minute, FaultPhase: 15 * time.Second, ReconcileAfter: 10 * time.Second,
@@ -79,6 +79,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.HoldAttempts, "hold-attempts", c.HoldAttempts, "createHold attempts per buyer (another choice after SEAT_UNAVAILABLE)")
 	fs.IntVar(&c.APIs, "apis", c.APIs, "API instances (behind -lb)")
 	fs.StringVar(&c.LB, "lb", c.LB, "what is in front of the API instances: haproxy (Debian's, installed when missing) or round-robin (the generator alternates between the instances; the webhooks' front door is an in-process proxy)")
+	fs.IntVar(&c.Streams, "streams", c.Streams, "most buyers holding a subscription (queueUpdates, orderUpdates) at once; the others poll, the web app's fallback (each stream is a connection, and a file descriptor in this process, the proxy and the server)")
 	fs.IntVar(&c.Paysims, "paysims", c.Paysims, "paysim instances (they share the database; each delivers webhooks one at a time)")
 	fs.BoolVar(&c.SplitWorkers, "split-workers", c.SplitWorkers, "API instances with --workers=false plus one separate worker instance")
 	fs.Float64Var(&c.SnapshotFrac, "snapshot-frac", c.SnapshotFrac, "share of buyers that also load the full Event.seatMap snapshot")

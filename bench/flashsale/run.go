@@ -50,6 +50,7 @@ type Run struct {
 	extra                      []*Proc
 	joined, admitted, finished atomic.Int64
 	inCheckout, ordersCreated  atomic.Int64
+	streams                    chan struct{} // a slot per subscription open at once (-streams)
 
 	notesMu sync.Mutex
 	notes   []string
@@ -93,7 +94,7 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Result,
 		return Result{}, err
 	}
 	sc.setup(&cfg)
-	r := &Run{Cfg: cfg, S: NewStats(), H: &History{}, id: uuid.NewString()[:8]}
+	r := &Run{Cfg: cfg, S: NewStats(), H: &History{}, id: uuid.NewString()[:8], streams: make(chan struct{}, max(0, cfg.Streams))}
 	defer r.teardown()
 	if err := r.start(ctx, stderr); err != nil {
 		return Result{}, err

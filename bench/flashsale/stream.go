@@ -79,3 +79,19 @@ func (c *Client) Subscribe(ctx context.Context, token, query string, vars map[st
 		}
 	}
 }
+
+// subscribe runs the buyer's subscription when a stream slot is free
+// (-streams): errNoStream when none is, and the buyer polls instead.
+func (b *buyer) subscribe(ctx context.Context, query string, vars map[string]any, on func(data json.RawMessage) bool) error {
+	select {
+	case b.r.streams <- struct{}{}:
+		defer func() { <-b.r.streams }()
+	default:
+		b.r.S.Count("streams unavailable (-streams): polled", 1)
+		return errNoStream
+	}
+	return b.r.C.Subscribe(ctx, b.token, query, vars, on)
+}
+
+// errNoStream: every stream slot of the run was taken.
+var errNoStream = errors.New("no stream slot free")
