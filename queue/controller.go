@@ -84,6 +84,9 @@ func (s *Service) adaptiveRate(octxNow time.Time, eventID string, adjust func(re
 	dec, why := redisstore.RateHold, ""
 	if octxNow.Sub(st.decided) >= s.cfg.RateInterval {
 		p := s.pressure()
+		for name, d := range map[string]time.Duration{"hold": p.Latency, "confirm": p.Confirm, "provider": p.Provider, "pool_wait": p.PoolWait} {
+			s.m.pressure.WithLabelValues(name).Set(d.Seconds())
+		}
 		dec, why = s.cfg.judge(p, st.last, st.decided.IsZero(), st.demand)
 		st.decided, st.last = octxNow, p
 		s.rates[eventID] = st

@@ -10,6 +10,7 @@ type metrics struct {
 	joins      *prometheus.CounterVec
 	rate       *prometheus.GaugeVec
 	reason     *prometheus.GaugeVec
+	pressure   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,9 +44,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ticketing_queue_admit_rate_reason",
 			Help: "1 for the reason of the last change of the event's admission rate (start, room, latency, shed, confirm, provider, pool; queue.Config.judge).",
 		}, []string{"event_id", "reason"}),
+		pressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketing_queue_pressure_seconds",
+			Help: "The latencies the adaptive controller last read (hold, confirm, provider, pool_wait; queue.Pressure).",
+		}, []string{"signal"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.length, m.active, m.admissions, m.wait, m.joins, m.rate, m.reason)
+		reg.MustRegister(m.length, m.active, m.admissions, m.wait, m.joins, m.rate, m.reason, m.pressure)
 	}
 	return m
 }

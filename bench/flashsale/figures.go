@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -107,4 +110,32 @@ func (f saleFigures) write(w io.Writer, r *Run) {
 		}
 	}
 	fmt.Fprintf(w, "  admission rate (every 10 s) %s\n\n", strings.Join(rates, ", "))
+}
+
+// takeProfile records api0's CPU for -profile, from the end of the ramp
+// (the whole crowd is there), into the report directory.
+func (r *Run) takeProfile(ctx context.Context) {
+	if !sleep(ctx, r.Cfg.Ramp) {
+		return
+	}
+	secs := int(r.Cfg.Profile.Seconds())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", r.debugURL, secs), nil)
+	resp, err := (&http.Client{Timeout: r.Cfg.Profile + 30*time.Second}).Do(req)
+	if err != nil {
+		r.Note("profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		r.Note("profile: HTTP %d %v", resp.StatusCode, err)
+		return
+	}
+	file := filepath.Join(r.outDir(), "flashsale-"+r.id+"-api0.pprof")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		r.Note("profile: %v", err)
+		return
+	}
+	r.profile = file
+	r.Note("CPU profile of api0 for %s from t+%s: %s (go tool pprof -top %s %s)", r.Cfg.Profile, r.Cfg.Ramp, file, r.bin, file)
 }

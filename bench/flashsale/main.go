@@ -45,7 +45,7 @@ func main() {
 type Config struct {
 	Buyers, Seats, GA, Sections, HoldSeconds, Window, HoldAttempts, APIs, Paysims, Streams int
 	AdmitRate, SnapshotFrac                                                                float64
-	Ramp, Think, PollEvery, OrderSettle, Settle, MaxDuration, FaultPhase                   time.Duration
+	Profile, Ramp, Think, PollEvery, OrderSettle, Settle, MaxDuration, FaultPhase          time.Duration
 	ReconcileAfter, ChaosFor, AdmissionTTL                                                 time.Duration
 	Faults, SplitWorkers, Keep, Progress, PublicPerInstance                                bool
 	// LB is "haproxy" (default) or "round-robin".
@@ -84,6 +84,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.SplitWorkers, "split-workers", c.SplitWorkers, "API instances with --workers=false plus one separate worker instance")
 	fs.Float64Var(&c.SnapshotFrac, "snapshot-frac", c.SnapshotFrac, "share of buyers that also load the full Event.seatMap snapshot")
 	fs.DurationVar(&c.Ramp, "ramp", c.Ramp, "buyers arrive uniformly over this time")
+	fs.DurationVar(&c.Profile, "profile", c.Profile, "record a CPU profile of the first API instance for this long, from the end of the ramp (0: none)")
 	fs.DurationVar(&c.Think, "think", c.Think, "most time a buyer takes before paying")
 	fs.DurationVar(&c.PollEvery, "poll", c.PollEvery, "order polling interval")
 	fs.DurationVar(&c.OrderSettle, "order-settle", c.OrderSettle, "a buyer waits for the final state until its hold expiry plus this")

@@ -51,6 +51,8 @@ type Run struct {
 	joined, admitted, finished atomic.Int64
 	inCheckout, ordersCreated  atomic.Int64
 	streams                    chan struct{} // a slot per subscription open at once (-streams)
+	debugURL                   string        // api0's pprof listener
+	profile                    string        // the CPU profile taken during the sale
 
 	notesMu sync.Mutex
 	notes   []string
@@ -114,6 +116,10 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Result,
 			r.faultPhases(saleCtx)
 		}
 	}()
+	if cfg.Profile > 0 {
+		bgwg.Add(1)
+		go func() { defer bgwg.Done(); r.takeProfile(saleCtx) }()
+	}
 	chaosDone := make(chan struct{})
 	go func() { defer close(chaosDone); sc.run(saleCtx, r) }()
 
@@ -293,7 +299,13 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 		if cfg.SplitWorkers {
 			args = append(args, "--workers=false")
 		}
-		r.apis = append(r.apis, &Proc{Name: fmt.Sprintf("api%d", i), Path: r.bin, Args: args, Env: env(p),
+		e := env(p)
+		if i == 0 {
+			// Profiles of the first instance during the sale (-profile).
+			r.debugURL = fmt.Sprintf("http://127.0.0.1:%d", freePort())
+			e = append(e, "DEBUG_ADDR="+strings.TrimPrefix(r.debugURL, "http://"))
+		}
+		r.apis = append(r.apis, &Proc{Name: fmt.Sprintf("api%d", i), Path: r.bin, Args: args, Env: e,
 			Log: filepath.Join(r.dir, fmt.Sprintf("api%d.log", i)), Health: bases[i] + "/healthz"})
 		if err := r.apis[i].Start(); err != nil {
 			return err
