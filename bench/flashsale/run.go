@@ -169,7 +169,7 @@ func Execute(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Result,
 		}
 	}
 	res.Faulted = cfg.Faults || cfg.Scenario != ""
-	if res.Figures, err = r.saleFigures(ctx); err != nil {
+	if res.Figures, err = r.saleFigures(context.WithoutCancel(ctx)); err != nil { // an interrupted run still reports
 		r.Note("sale figures: %v", err)
 	}
 	err = r.report(&res, saleTook, stdout)
