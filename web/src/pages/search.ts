@@ -66,12 +66,13 @@ export const searchPage: Page = (root, _params, query) => {
   const count = h('p', { class: 'muted', id: 'result-count', 'aria-live': 'polite' })
   const note = h('p', { class: 'msg warn', hidden: true })
   const grid = h('div', { class: 'cards', id: 'results' })
+  let debounce = 0
   const more = h('div', { class: 'more' })
 
   root.append(
     h('section', { class: 'hero' },
       h('h1', null, t('searchTitle')),
-      h('form', { class: 'search', role: 'search', onsubmit: (e: Event) => { e.preventDefault(); st.q = text.value.trim(); run() } },
+      h('form', { class: 'search', role: 'search', onsubmit: (e: Event) => { e.preventDefault(); clearTimeout(debounce); st.q = text.value.trim(); run() } },
         text, h('button', { class: 'btn primary', type: 'submit' }, icon('search'), t('search'))),
       h('div', { class: 'filters' },
         city, near,
@@ -82,7 +83,8 @@ export const searchPage: Page = (root, _params, query) => {
     h('section', { class: 'page' }, count, note, grid, more),
   )
 
-  let debounce = 0
+  // Typing searches 300 ms after the last key; submitting searches at once
+  // and drops the pending one (a second search would redraw the list again).
   text.addEventListener('input', () => {
     clearTimeout(debounce)
     debounce = window.setTimeout(() => { st.q = text.value.trim(); run() }, 300)
