@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gorilla/websocket"
 )
 
 // SeatInfo is a seat of the venue.
@@ -119,18 +117,6 @@ func (m *LiveMap) Follow(ctx context.Context, c *Client, eventID string) {
 }
 
 func (m *LiveMap) followOnce(ctx context.Context, c *Client, eventID string) error {
-	ws := "ws" + strings.TrimPrefix(c.Base(), "http") + "/graphql"
-	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 10 * time.Second}
-	conn, _, err := d.DialContext(ctx, ws, nil)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if err := conn.WriteJSON(map[string]any{"type": "connection_init"}); err != nil {
-		return err
-	}
 	m.mu.RLock()
 	cursor := m.cursor
 	m.mu.RUnlock()
@@ -140,48 +126,31 @@ func (m *LiveMap) followOnce(ctx context.Context, c *Client, eventID string) err
 	if cursor != "" {
 		vars["a"] = cursor
 	}
-	if err := conn.WriteJSON(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": q, "variables": vars}}); err != nil {
-		return err
+	err := c.Subscribe(ctx, "", q, vars, func(data json.RawMessage) bool {
+		var d struct {
+			U *struct {
+				Cursor           string       `json:"cursor"`
+				Snapshot         *seatMapSnap `json:"snapshot"`
+				Seats            []mapSeat    `json:"seats"`
+				GeneralAdmission []mapGA      `json:"generalAdmission"`
+			} `json:"seatMapUpdates"`
+		}
+		if json.Unmarshal(data, &d) != nil || d.U == nil {
+			return false
+		}
+		u := d.U
+		if u.Snapshot != nil {
+			m.apply(u.Snapshot.Seats, u.Snapshot.GeneralAdmission, u.Snapshot.Cursor)
+			m.Resyncs.Add(1)
+		}
+		m.apply(u.Seats, u.GeneralAdmission, u.Cursor)
+		m.Frames.Add(1)
+		return false // follow until the stream ends
+	})
+	if errors.Is(err, errStreamEnded) {
+		return nil
 	}
-	for {
-		var msg struct {
-			Type    string `json:"type"`
-			Payload struct {
-				Data struct {
-					U *struct {
-						Cursor           string       `json:"cursor"`
-						Snapshot         *seatMapSnap `json:"snapshot"`
-						Seats            []mapSeat    `json:"seats"`
-						GeneralAdmission []mapGA      `json:"generalAdmission"`
-					} `json:"seatMapUpdates"`
-				} `json:"data"`
-			} `json:"payload"`
-		}
-		_, b, err := conn.ReadMessage()
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &msg); err != nil {
-			continue
-		}
-		switch msg.Type {
-		case "ping":
-			_ = conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"pong"}`))
-		case "next":
-			u := msg.Payload.Data.U
-			if u == nil {
-				continue
-			}
-			if u.Snapshot != nil {
-				m.apply(u.Snapshot.Seats, u.Snapshot.GeneralAdmission, u.Snapshot.Cursor)
-				m.Resyncs.Add(1)
-			}
-			m.apply(u.Seats, u.GeneralAdmission, u.Cursor)
-			m.Frames.Add(1)
-		case "error", "complete":
-			return nil
-		}
-	}
+	return err
 }
 
 // Counts returns the seats the view shows available and the GA units.
