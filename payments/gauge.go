@@ -3,14 +3,13 @@ package payments
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/ticketing/ticketing/internal/recent"
 )
 
 // Gauge wraps a Provider and measures the calls the orders engine makes to
-// it: an EWMA of their latency and a running count of those that failed
+// it (VerifyWebhook, which calls nobody, passes through the embedding): an EWMA of their latency and a running count of those that failed
 // for the provider's sake (unknown outcome, unavailable; not a business
 // refusal such as ErrNotPending). It is the adaptive admission
 // controller's view of the provider (queue.Pressure).
@@ -70,11 +69,6 @@ func (g *Gauge) Refund(ctx context.Context, paymentID, idempotencyKey string) (R
 	r, err := g.Provider.Refund(ctx, paymentID, idempotencyKey)
 	g.observe(start, err)
 	return r, err
-}
-
-// VerifyWebhook implements Provider (not measured: no call to the provider).
-func (g *Gauge) VerifyWebhook(header http.Header, body []byte, now time.Time) (Notification, error) {
-	return g.Provider.VerifyWebhook(header, body, now)
 }
 
 // FailedMaySucceed implements FailureReopener as the measured provider does.
