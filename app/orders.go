@@ -28,13 +28,14 @@ func (a *App) initOrders() error {
 	}
 	a.checkout.provider = payments.NewGauge(p)
 	cfg := orders.Config{
-		Provider:      a.checkout.provider,
-		ProviderName:  a.Cfg.PaymentsProvider,
-		PublicBaseURL: a.Cfg.PublicBaseURL,
-		TicketKeys:    keys,
-		Holds:         a.Holds,
-		Log:           a.Log,
-		Now:           a.Now,
+		Provider:       a.checkout.provider,
+		ProviderName:   a.Cfg.PaymentsProvider,
+		PublicBaseURL:  a.Cfg.PublicBaseURL,
+		WebhookBaseURL: a.Cfg.PaymentsWebhookBaseURL,
+		TicketKeys:     keys,
+		Holds:          a.Holds,
+		Log:            a.Log,
+		Now:            a.Now,
 		// Load tests and chaos runs settle faster (zero: the defaults).
 		ReconcileAfter:    a.Cfg.PaymentsReconcileAfter,
 		ReconcileInterval: a.Cfg.PaymentsReconcileInterval,

@@ -51,8 +51,13 @@ type Config struct {
 	PaymentsReconcileAfter    time.Duration
 	PaymentsReconcileInterval time.Duration
 	PublicBaseURL             string
-	PaysimAddr                string
-	PaysimDatabaseURL         string
+	// PaymentsWebhookBaseURL (PAYMENTS_WEBHOOK_BASE_URL, default
+	// PUBLIC_BASE_URL) is where the provider sends notifications: an
+	// ingress of their own, so a crowd of fans filling the public front
+	// door's connections cannot keep a paid order from confirming.
+	PaymentsWebhookBaseURL string
+	PaysimAddr             string
+	PaysimDatabaseURL      string
 	// AllowedOrigins is the Origin allow-list of WebSocket and SSE clients
 	// (ALLOWED_ORIGINS, comma separated); empty means same host plus
 	// PUBLIC_BASE_URL.
@@ -182,6 +187,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PublicBaseURL:    get("PUBLIC_BASE_URL", "http://127.0.0.1:8080"),
 		PaysimAddr:       get("PAYSIM_ADDR", ":8090"),
 	}
+	c.PaymentsWebhookBaseURL = get("PAYMENTS_WEBHOOK_BASE_URL", c.PublicBaseURL)
 	c.DatabaseReadURL = get("DATABASE_READ_URL", "")
 	for _, a := range strings.Split(get("REDIS_CLUSTER_ADDRS", ""), ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -256,6 +262,7 @@ func (c Config) validate() error {
 		{"PAYSIM_DATABASE_URL", c.PaysimDatabaseURL},
 		{"PAYMENTS_BASE_URL", c.PaymentsBaseURL},
 		{"PUBLIC_BASE_URL", c.PublicBaseURL},
+		{"PAYMENTS_WEBHOOK_BASE_URL", c.PaymentsWebhookBaseURL},
 	}
 	for _, u := range urls {
 		if err := checkURL(u.val); err != nil {

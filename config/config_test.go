@@ -70,6 +70,16 @@ func TestLoad(t *testing.T) {
 		require.Equal(t, "off", c.DevSignIn)
 	})
 
+	t.Run("OKWebhookBaseURL", func(t *testing.T) {
+		t.Parallel()
+		c, err := Load(env(map[string]string{"PUBLIC_BASE_URL": "http://127.0.0.1:8080"}))
+		require.NoError(t, err)
+		require.Equal(t, "http://127.0.0.1:8080", c.PaymentsWebhookBaseURL, "defaults to PUBLIC_BASE_URL")
+		c, err = Load(env(map[string]string{"PAYMENTS_WEBHOOK_BASE_URL": "http://127.0.0.1:8081"}))
+		require.NoError(t, err)
+		require.Equal(t, "http://127.0.0.1:8081", c.PaymentsWebhookBaseURL)
+	})
+
 	// Each invalid setting stops start-up with one line naming the variable.
 	bad := []struct {
 		name string
@@ -83,6 +93,7 @@ func TestLoad(t *testing.T) {
 		{"PaymentsProvider", map[string]string{"PAYMENTS_PROVIDER": "paypal"}, "PAYMENTS_PROVIDER"},
 		{"PaymentsBaseURL", map[string]string{"PAYMENTS_BASE_URL": "nowhere"}, "PAYMENTS_BASE_URL"},
 		{"PublicBaseURL", map[string]string{"PUBLIC_BASE_URL": "tickets.example"}, "PUBLIC_BASE_URL"},
+		{"WebhookBaseURL", map[string]string{"PAYMENTS_WEBHOOK_BASE_URL": "hooks.example"}, "PAYMENTS_WEBHOOK_BASE_URL"},
 		{"PaysimDatabaseURL", map[string]string{"PAYSIM_DATABASE_URL": "nope"}, "PAYSIM_DATABASE_URL"},
 		{"ShortHS256Secret", map[string]string{"JWT_HS256_SECRET": "short"}, "JWT_HS256_SECRET"},
 		{"ShortQueueKey", map[string]string{"QUEUE_SIGNING_KEY": "short"}, "QUEUE_SIGNING_KEY"},

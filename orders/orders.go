@@ -73,9 +73,11 @@ type Config struct {
 	Provider payments.Provider
 	// ProviderName is stored in payments.provider ("sandbox" or "stripe").
 	ProviderName string
-	// PublicBaseURL: webhooks go to PublicBaseURL + "/webhooks/payments",
-	// the buyer returns to PublicBaseURL + "/orders/{id}".
+	// PublicBaseURL: the buyer returns to PublicBaseURL + "/orders/{id}".
 	PublicBaseURL string
+	// WebhookBaseURL: notifications go to WebhookBaseURL +
+	// "/webhooks/payments" (default PublicBaseURL).
+	WebhookBaseURL string
 	// TicketKeys sign ticket codes (TICKET_SIGNING_KEY) and verify them at
 	// checkIn.
 	TicketKeys *tickets.Keys
@@ -165,6 +167,9 @@ func New(st *store.Store, cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	cfg.PublicBaseURL = strings.TrimRight(cfg.PublicBaseURL, "/")
+	if cfg.WebhookBaseURL = strings.TrimRight(cfg.WebhookBaseURL, "/"); cfg.WebhookBaseURL == "" {
+		cfg.WebhookBaseURL = cfg.PublicBaseURL
+	}
 	s := &Service{st: st, cfg: cfg, metrics: newMetrics(), watcher: newWatcher(st, updatesEvery)}
 	var err error
 	s.river, err = newRiverClient(st, s)

@@ -16,7 +16,7 @@ import (
 func (s *Service) newRequest(paymentID, orderID string) (*store.PaymentRequest, error) {
 	r := &store.PaymentRequest{
 		Reference:  paymentID,
-		WebhookURL: s.cfg.PublicBaseURL + "/webhooks/payments",
+		WebhookURL: s.cfg.WebhookBaseURL + "/webhooks/payments",
 		ReturnURL:  s.cfg.PublicBaseURL + "/orders/" + orderID,
 	}
 	if len(s.cfg.Simulate) > 0 {
@@ -33,8 +33,8 @@ func (s *Service) newRequest(paymentID, orderID string) (*store.PaymentRequest, 
 // amount and currency are the row's, the rest is what the attempt was
 // created with (payments.request_*), so every create of the attempt, first
 // or repeated, from any instance, is the same request and the provider
-// answers it with the same payment. PUBLIC_BASE_URL may differ between
-// instances: it is only read when the attempt is created. Rows older than
+// answers it with the same payment. PUBLIC_BASE_URL and PAYMENTS_WEBHOOK_BASE_URL may differ
+// between instances: it is only read when the attempt is created. Rows older than
 // the persisted request are rebuilt from this instance's configuration.
 func (s *Service) createRequest(p Payment) (payments.CreateRequest, error) {
 	r := payments.CreateRequest{

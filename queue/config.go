@@ -67,6 +67,11 @@ type Config struct {
 	// the order's confirmation, of a call to the payment provider, and of
 	// waiting for a Postgres connection, above which the rate backs off.
 	ConfirmTarget, ProviderTarget, PoolWaitTarget time.Duration
+	// CompletedFloor is the fraction of the measured completion rate
+	// (admissions released by confirmed orders per second, over RateTau)
+	// that a back-off does not go below (redisstore.RateParams.Completed);
+	// negative turns the floor off.
+	CompletedFloor float64
 	// JoinWait is how long a queueUpdates stream opened before the user
 	// joined waits for the join.
 	JoinWait time.Duration
@@ -110,6 +115,7 @@ func DefaultConfig() Config {
 		ConfirmTarget:  500 * time.Millisecond,
 		ProviderTarget: 2 * time.Second,
 		PoolWaitTarget: 50 * time.Millisecond,
+		CompletedFloor: 0.8,
 	}
 }
 
@@ -165,6 +171,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PoolWaitTarget <= 0 {
 		c.PoolWaitTarget = d.PoolWaitTarget
+	}
+	switch {
+	case c.CompletedFloor == 0:
+		c.CompletedFloor = d.CompletedFloor
+	case c.CompletedFloor < 0:
+		c.CompletedFloor = 0
 	}
 	return c
 }

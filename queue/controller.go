@@ -48,7 +48,9 @@ func (c Config) judge(p, prev Pressure, first, demand bool) (redisstore.RateDeci
 }
 
 // reasons are the values of the rate's reason metric.
-var reasons = []string{"start", "room", "latency", "shed", "confirm", "provider", "pool"}
+// "completions" is a back-off stopped at Config.CompletedFloor of the
+// completion rate.
+var reasons = []string{"start", "room", "latency", "shed", "confirm", "provider", "pool", "completions"}
 
 // Adaptive admission (issue 17): with Deps.Pressure set, the controller
 // sets each event's admission rate from what checkout sustains, AIMD like
@@ -59,6 +61,11 @@ var reasons = []string{"start", "room", "latency", "shed", "confirm", "provider"
 //     than ConfirmTarget, the payment provider fails or is slower than
 //     ProviderTarget, or waiting for a Postgres connection takes more than
 //     PoolWaitTarget (it backs off before latency explodes; Config.judge);
+//     but never below Config.CompletedFloor (0.8) of the rate at which
+//     checkouts complete (admissions released by confirmed orders, every
+//     instance's, measured in Redis): when the pressure comes from fans
+//     waiting or browsing, which admission does not control, backing off
+//     further would only starve checkout;
 //   - raised by RateStep when hold and confirmation latency are below half
 //     their targets and people are waiting (it climbs while there is room);
 //   - left alone otherwise.
@@ -75,7 +82,7 @@ type rateState struct {
 }
 
 // adaptiveRate returns the event's rate and window for this pass.
-func (s *Service) adaptiveRate(octxNow time.Time, eventID string, adjust func(redisstore.RateParams) (float64, string, error)) (float64, int) {
+func (s *Service) adaptiveRate(octxNow time.Time, eventID string, adjust func(redisstore.RateParams) (redisstore.RateState, error)) (float64, int) {
 	if s.pressure == nil {
 		return s.cfg.AdmitRate, s.cfg.Window
 	}
@@ -93,15 +100,18 @@ func (s *Service) adaptiveRate(octxNow time.Time, eventID string, adjust func(re
 	}
 	s.rateMu.Unlock()
 	ceil := s.cfg.AdmitRate
-	rate, reason, err := adjust(redisstore.RateParams{
+	shared, err := adjust(redisstore.RateParams{
 		Now: octxNow, Interval: s.cfg.RateInterval, Ceiling: ceil, Floor: math.Min(1, ceil),
 		Initial: ceil / 4, Step: math.Max(1, ceil/20), Factor: s.cfg.RateDecrease,
+		Completed: s.cfg.CompletedFloor, CompletedTau: s.cfg.RateTau,
 		Decision: dec, Reason: why,
 	})
+	rate, reason := shared.Rate, shared.Reason
 	if err != nil || rate <= 0 {
 		return ceil / 4, max(1, s.cfg.Window/4) // Redis trouble: the admit pass fails anyway
 	}
 	s.m.rate.WithLabelValues(eventID).Set(rate)
+	s.m.completions.WithLabelValues(eventID).Set(shared.Completions)
 	for _, r := range reasons {
 		v := 0.0
 		if r == reason {

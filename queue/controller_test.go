@@ -22,6 +22,9 @@ type sim struct {
 	capacity        float64
 	confirmCapacity float64
 	recent          []int // admissions per 100 ms step, last 10
+	// external is a hold latency caused by something admission does not
+	// control (waiting fans taking the CPU, browsing).
+	external time.Duration
 }
 
 // queueLatency is the latency of a queue of base service time at load
@@ -41,7 +44,7 @@ func (m *sim) pressure() Pressure {
 	for _, n := range m.recent {
 		load += n
 	}
-	p := Pressure{Latency: queueLatency(20*time.Millisecond, float64(load), m.capacity)}
+	p := Pressure{Latency: max(m.external, queueLatency(20*time.Millisecond, float64(load), m.capacity))}
 	if m.confirmCapacity > 0 {
 		p.Confirm = queueLatency(50*time.Millisecond, float64(load), m.confirmCapacity)
 	}
@@ -68,14 +71,24 @@ type controlled struct {
 	rates     []float64 // the shared rate, one per simulated second
 	changes   int
 	last      float64
+	// inCheckout: admitted buyers not yet done, oldest first.
+	inCheckout []admittedAt
 }
 
-func newControlled(t *testing.T, m *sim, instances int) *controlled {
+type admittedAt struct {
+	user string
+	at   time.Time
+}
+
+func newControlled(t *testing.T, m *sim, instances int, opts ...func(*Config)) *controlled {
 	c := &controlled{t: t, f: newFixture(t, -time.Hour), m: m, last: -1}
 	for range instances {
 		cfg := Config{AdmitRate: 100, AdmitBurst: 100, Window: 1000000,
 			SigningKey: []byte("test-queue-signing-key-0123456789"), KeyPrefix: c.f.prefix,
 			JoinUserRate: 1000, JoinUserBurst: 1000}
+		for _, o := range opts {
+			o(&cfg)
+		}
 		s, err := New(Deps{Redis: c.f.rdb, Events: c.f.events, Now: c.f.clk.Now, Pressure: m.pressure}, cfg)
 		require.NoError(t, err)
 		t.Cleanup(s.Close)
@@ -93,15 +106,30 @@ func newControlled(t *testing.T, m *sim, instances int) *controlled {
 }
 
 // run admits for seconds of simulated time, in 100 ms passes.
-func (c *controlled) run(seconds int) {
+func (c *controlled) run(seconds int) { c.runCompleting(seconds, 0) }
+
+// runCompleting is run where every admitted buyer completes checkout (the
+// order confirmed: Release) after checkout (0: never).
+func (c *controlled) runCompleting(seconds int, checkout time.Duration) {
 	ctx := context.Background()
 	for i := range seconds * 10 {
 		c.f.clk.Add(100 * time.Millisecond)
 		got, err := c.instances[i%len(c.instances)].AdmitEvent(ctx, c.f.event)
 		require.NoError(c.t, err)
 		c.m.step(len(got))
-		r, _, err := c.instances[0].store.AdjustRate(ctx, c.f.event, redisstore.RateParams{Now: c.f.clk.Now(), Ceiling: 1e9, Decision: redisstore.RateHold})
+		if checkout > 0 {
+			now := c.f.clk.Now()
+			for _, u := range got {
+				c.inCheckout = append(c.inCheckout, admittedAt{u, now})
+			}
+			for len(c.inCheckout) > 0 && now.Sub(c.inCheckout[0].at) >= checkout {
+				require.NoError(c.t, c.instances[0].Release(ctx, c.f.event, c.inCheckout[0].user, now))
+				c.inCheckout = c.inCheckout[1:]
+			}
+		}
+		st, err := c.instances[0].store.AdjustRate(ctx, c.f.event, redisstore.RateParams{Now: c.f.clk.Now(), Ceiling: 1e9, Decision: redisstore.RateHold})
 		require.NoError(c.t, err)
+		r := st.Rate
 		require.LessOrEqual(c.t, r, 100.0, "above the ceiling")
 		if r != c.last {
 			c.changes++
@@ -207,4 +235,31 @@ func TestJudgeNamesEachSignal(t *testing.T) {
 			require.Equal(t, tc.why, why)
 		})
 	}
+}
+
+// TestBackOffStopsAtCompletions: after 20 s of a sale where every admitted
+// buyer completes checkout 3 s later, the hold latency rises above its
+// target and stays there for a cause admission does not control (waiting
+// fans taking the CPU). Without the completion floor the rate falls to its
+// floor of 1/s within seconds and checkout starves; with it, backing off
+// stops near what checkout completes, and the reason says so.
+func TestBackOffStopsAtCompletions(t *testing.T) {
+	run := func(floor float64) []float64 {
+		m := &sim{capacity: 1000}
+		c := newControlled(t, m, 1, func(cfg *Config) { cfg.CompletedFloor = floor })
+		c.runCompleting(20, 3*time.Second)
+		m.mu.Lock()
+		m.external = time.Second
+		m.mu.Unlock()
+		before := len(c.rates)
+		c.runCompleting(20, 3*time.Second)
+		return c.rates[before:]
+	}
+	without := run(-1)
+	t.Logf("without the floor: per second %v", without)
+	require.Less(t, mean(without[10:]), 5.0, "the plain back-off falls to the floor")
+	with := run(0) // the default
+	t.Logf("with the completion floor: per second %v", with)
+	require.Greater(t, mean(with[10:]), 30.0, "held near the completions")
+	require.Less(t, with[len(with)-1], with[0], "still backs off, gently")
 }

@@ -11,6 +11,8 @@ type metrics struct {
 	rate       *prometheus.GaugeVec
 	reason     *prometheus.GaugeVec
 	pressure   *prometheus.GaugeVec
+	// completions: checkouts completed per second (the controller's floor).
+	completions *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -42,15 +44,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"event_id"}),
 		reason: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketing_queue_admit_rate_reason",
-			Help: "1 for the reason of the last change of the event's admission rate (start, room, latency, shed, confirm, provider, pool; queue.Config.judge).",
+			Help: "1 for the reason of the last change of the event's admission rate (start, room, latency, shed, confirm, provider, pool; queue.Config.judge; completions: a back-off stopped at the completion floor).",
 		}, []string{"event_id", "reason"}),
 		pressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ticketing_queue_pressure_seconds",
 			Help: "The latencies the adaptive controller last read (hold, confirm, provider, pool_wait; queue.Pressure).",
 		}, []string{"signal"}),
+		completions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketing_queue_completions_per_second",
+			Help: "Checkouts completed per second (admissions released by confirmed orders, all instances), per event: the adaptive controller does not back off below QUEUE's completion floor of it.",
+		}, []string{"event_id"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.length, m.active, m.admissions, m.wait, m.joins, m.rate, m.reason, m.pressure)
+		reg.MustRegister(m.length, m.active, m.admissions, m.wait, m.joins, m.rate, m.reason, m.pressure, m.completions)
 	}
 	return m
 }

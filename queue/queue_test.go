@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -658,4 +659,86 @@ func TestConfigFromEnv(t *testing.T) {
 	require.False(t, c.Adaptive)
 	require.Equal(t, DefaultConfig().AdmitRate, c.AdmitRate)
 	require.Equal(t, DefaultConfig().Window, c.Window)
+}
+
+// scriptCounter counts the script runs a client sends (alone or pipelined).
+type scriptCounter struct{ n atomic.Int64 }
+
+func (c *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (c *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (c *scriptCounter) count(cmd redis.Cmder) {
+	if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		c.n.Add(1)
+	}
+}
+
+// The streams an admission wakes read their places in one script run per
+// redisstore.StatesChunk users, not one call each; each still gets its own
+// place.
+func TestStreamsShareOneRead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, -time.Hour)
+	rdb := testdb.NewRedis(t)
+	var calls scriptCounter
+	rdb.AddHook(&calls)
+	s := f.service(t, Config{AdmitRate: 1000, AdmitBurst: 1, Window: 1000, Refresh: time.Hour}, rdb)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 600
+	us := users(n)
+	for _, u := range us {
+		_, err := s.Join(ctx, f.event, u, "")
+		require.NoError(t, err)
+	}
+	streams := make([]<-chan Ticket, n)
+	var wg sync.WaitGroup
+	for i, u := range us {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ch, err := s.Updates(ctx, f.event, u)
+			require.NoError(t, err)
+			require.Equal(t, i+1, (<-ch).Position)
+			streams[i] = ch
+		}()
+	}
+	wg.Wait()
+	time.Sleep(1100 * time.Millisecond) // past updateGap and positionGap of the first frames
+	before := calls.n.Load()
+	f.clk.Add(time.Second)
+	admitted, err := s.AdmitEvent(ctx, f.event)
+	require.NoError(t, err)
+	require.Equal(t, []string{us[0]}, admitted)
+	for i, ch := range streams {
+		select {
+		case tk := <-ch:
+			if i == 0 {
+				require.Equal(t, Admitted, tk.Status)
+			} else {
+				require.Equal(t, Waiting, tk.Status)
+				require.Equal(t, i, tk.Position, "stream %d", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("stream %d: no update", i)
+		}
+	}
+	// One admission run, and the wake's reads: 600 streams in a few runs
+	// (two chunks each, when the streams wake together), where one call
+	// per stream was 600.
+	runs := calls.n.Load() - before - 1
+	require.LessOrEqual(t, runs, int64(60), "script runs for %d woken streams", n)
+	t.Logf("%d streams woken by one admission: %d script runs to read their places", n, runs)
 }

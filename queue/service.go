@@ -125,8 +125,11 @@ type Service struct {
 	// listeners: one sharded subscription per event with streams here.
 	listenMu  sync.Mutex
 	listeners map[string]*eventListener
-	bg        context.Context
-	stop      context.CancelFunc
+	// rooms: the position reads in flight, per event (see room).
+	roomMu sync.Mutex
+	rooms  map[string]*room
+	bg     context.Context
+	stop   context.CancelFunc
 
 	redisDown bool // controller log de-duplication; only touched by Run
 
@@ -181,6 +184,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 		watch:     map[string]chan struct{}{},
 		joinWatch: map[string]*joinWatch{},
 		listeners: map[string]*eventListener{},
+		rooms:     map[string]*room{},
 		pressure:  d.Pressure,
 		rates:     map[string]rateState{},
 		bg:        bg,
@@ -340,14 +344,92 @@ func (s *Service) Ticket(ctx context.Context, eventID, userID string) (*Ticket, 
 	if err != nil || !ev.QueueRequired {
 		return nil, err
 	}
-	now := s.now()
-	octx, cancel := s.turn(ctx)
-	defer cancel()
-	p, err := s.store.State(octx, eventID, userID, now)
+	p, now, err := s.place(ctx, eventID, userID)
 	if err != nil {
 		return nil, unavailable("ticket", err)
 	}
 	return s.ticket(ev, userID, p, now), nil
+}
+
+// room coalesces the position reads of one event on this instance: the
+// streams one admission wakes, and concurrent queueTicket polls, read
+// their places in one script run per redisstore.StatesChunk users, not in
+// one call each. A read that finds no run in flight starts one at once; the
+// reads that arrive meanwhile go in the next run (a group commit), so a
+// lone read waits for nothing.
+type room struct {
+	pending []*placeRead
+	busy    bool
+}
+
+type placeRead struct {
+	user string
+	p    redisstore.Place
+	now  time.Time
+	err  error
+	done chan struct{}
+}
+
+// place reads the user's place through the event's room, and the time it
+// was read at.
+func (s *Service) place(ctx context.Context, eventID, userID string) (redisstore.Place, time.Time, error) {
+	rd := &placeRead{user: userID, done: make(chan struct{})}
+	s.roomMu.Lock()
+	r := s.rooms[eventID]
+	if r == nil {
+		r = &room{}
+		s.rooms[eventID] = r
+	}
+	r.pending = append(r.pending, rd)
+	start := !r.busy
+	r.busy = true
+	s.roomMu.Unlock()
+	if start {
+		go s.readRoom(eventID, r)
+	}
+	wait, cancel := s.turn(ctx)
+	defer cancel()
+	select {
+	case <-rd.done:
+		return rd.p, rd.now, rd.err
+	case <-wait.Done():
+		return redisstore.Place{}, time.Time{}, wait.Err()
+	}
+}
+
+// readRoom runs the room's reads until none is pending. Each run is
+// detached from the callers (one leaving does not fail the others) and
+// bounded by Config.WaitTimeout.
+func (s *Service) readRoom(eventID string, r *room) {
+	for {
+		s.roomMu.Lock()
+		batch := r.pending
+		r.pending = nil
+		if len(batch) == 0 {
+			r.busy = false
+			delete(s.rooms, eventID)
+			s.roomMu.Unlock()
+			return
+		}
+		s.roomMu.Unlock()
+		users := make([]string, len(batch))
+		for i, rd := range batch {
+			users[i] = rd.user
+		}
+		now := s.now()
+		ctx, cancel := s.turn(s.bg)
+		places, err := s.store.States(ctx, eventID, users, now)
+		cancel()
+		for i, rd := range batch {
+			if err != nil {
+				rd.err = err
+			} else {
+				rd.p = places[i]
+			}
+			rd.now = now
+			close(rd.done)
+		}
+	}
 }
 
 func (s *Service) ticket(ev store.Event, userID string, p redisstore.Place, now time.Time) *Ticket {
@@ -527,6 +609,18 @@ func (s *Service) relay(ctx context.Context, eventID string) {
 // busy queue does not turn every admission into a read per subscriber.
 const updateGap = time.Second
 
+// positionGap is the least time between two frames of a stream whose only
+// news is a new position: updateGap near the head of the queue, up to
+// Config.Refresh far from it (a thirtieth of the estimated wait). Thousands
+// of waiting fans otherwise each get a frame on every admission; a change
+// of status (admitted, expired) is sent at once.
+func (s *Service) positionGap(t *Ticket) time.Duration {
+	if t.EstimatedWait == nil {
+		return updateGap
+	}
+	return min(max(*t.EstimatedWait/30, updateGap), s.cfg.Refresh)
+}
+
 // Updates streams the user's ticket: the current one first, then each
 // change (woken by admissions, releases and leaves on any instance), and a
 // refresh every Config.Refresh (the estimate moves). A stream opened before
@@ -574,9 +668,10 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 				return
 			}
 		}
-		last := *first
+		last, sent := *first, time.Now()
 		tick := time.NewTicker(s.cfg.Refresh)
 		defer tick.Stop()
+		var due <-chan time.Time // when a move held back by positionGap is sent
 		for {
 			periodic := false
 			select {
@@ -585,7 +680,9 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 			case <-wake:
 			case <-tick.C:
 				periodic = true
+			case <-due:
 			}
+			due = nil
 			wake = s.waiter(eventID)
 			t, err := s.Ticket(ctx, eventID, userID)
 			if err != nil {
@@ -601,10 +698,14 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 				}
 				return
 			}
-			if periodic || t.Status != last.Status || t.Position != last.Position || t.Token != last.Token {
+			moved := t.Position != last.Position
+			if gap := s.positionGap(t) - time.Since(sent); moved && gap > 0 {
+				moved, due = false, time.After(gap)
+			}
+			if periodic || moved || t.Status != last.Status || t.Token != last.Token {
 				select {
 				case ch <- *t:
-					last = *t
+					last, sent = *t, time.Now()
 				case <-ctx.Done():
 					return
 				}
@@ -739,7 +840,7 @@ func (s *Service) AdmitEvent(ctx context.Context, eventID string) ([]string, err
 	now := s.now()
 	octx, cancel := s.op(ctx)
 	defer cancel()
-	rate, window := s.adaptiveRate(now, eventID, func(p redisstore.RateParams) (float64, string, error) {
+	rate, window := s.adaptiveRate(now, eventID, func(p redisstore.RateParams) (redisstore.RateState, error) {
 		return s.store.AdjustRate(octx, eventID, p)
 	})
 	burst := s.cfg.AdmitBurst

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -270,6 +271,21 @@ open_if_due(now)
 return with_rate(place(ARGV[1], now))
 `)
 
+// KEYS: eventKeys. ARGV: now, user... Reply: rate, rts, then state and
+// value of each user, in order.
+var statesScript = redis.NewScript(luaOpen + `
+local now = tonumber(ARGV[1])
+open_if_due(now)
+local m = redis.call('HMGET', KEYS[7], 'rate', 'rts')
+local out = {m[1] or '0', m[2] or '0'}
+for i = 2, #ARGV do
+  local p = place(ARGV[i], now)
+  out[#out + 1] = p[1]
+  out[#out + 1] = p[2]
+end
+return out
+`)
+
 // KEYS: eventKeys. ARGV: now, rate/s, burst, window, ttl ms, event, tau ms,
 // known epoch, known hold (ms).
 var admitScript = redis.NewScript(luaOpen + `
@@ -411,6 +427,57 @@ func (s *QueueStore) State(ctx context.Context, eventID, userID string, now time
 	return parsePlace(v)
 }
 
+// StatesChunk is the most users States reads in one script run: a run
+// blocks Redis for its length (a ZRANK per user), so a crowd is read in
+// chunks that let other calls in between.
+const StatesChunk = 500
+
+// States returns the places of many users of one event, in the order of
+// users: what State returns for each, read in one script run per
+// StatesChunk users (each run atomic; the runs are pipelined).
+func (s *QueueStore) States(ctx context.Context, eventID string, users []string, now time.Time) ([]Place, error) {
+	out := make([]Place, 0, len(users))
+	keys := s.eventKeys(eventID)
+	type run struct {
+		n   int
+		res []any
+		err error
+	}
+	runs := make([]run, 0, (len(users)+StatesChunk-1)/StatesChunk)
+	var wg sync.WaitGroup
+	for i := 0; i < len(users); i += StatesChunk {
+		chunk := users[i:min(i+StatesChunk, len(users))]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, ms(now))
+		for _, u := range chunk {
+			args = append(args, u)
+		}
+		runs = append(runs, run{n: len(chunk)})
+		wg.Add(1)
+		go func(r *run) {
+			defer wg.Done()
+			r.res, r.err = s.batch.run(ctx, statesScript, keys, args...)
+		}(&runs[len(runs)-1])
+	}
+	wg.Wait()
+	for _, r := range runs {
+		if r.err != nil {
+			return nil, fmt.Errorf("queue states: %w", r.err)
+		}
+		if len(r.res) != 2+2*r.n {
+			return nil, errors.New("queue: unexpected script reply")
+		}
+		for j := range r.n {
+			p, err := parsePlace([]any{r.res[2+2*j], r.res[3+2*j], r.res[0], r.res[1]})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 func parsePlace(v []any) (Place, error) {
 	if len(v) != 4 && len(v) != 5 {
 		return Place{}, errors.New("queue: unexpected script reply")
@@ -493,10 +560,13 @@ func (s *QueueStore) Events(ctx context.Context) ([]string, error) {
 }
 
 // releaseAdmissionScript removes the user's admission if it expires by ARGV[2] (unix
-// ms): the admission a confirmed order was made under, not a newer one.
+// ms): the admission a confirmed order was made under, not a newer one. It
+// counts the completed checkout in the meta hash ('done', read by the
+// adaptive controller), unless the queue was ended. KEYS: adm, meta.
 var releaseAdmissionScript = redis.NewScript(`
 local e = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if e and tonumber(e) <= tonumber(ARGV[2]) then
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HINCRBY', KEYS[2], 'done', 1) end
   return redis.call('ZREM', KEYS[1], ARGV[1])
 end
 return 0`)
@@ -506,7 +576,7 @@ return 0`)
 // expired, they queued again) is left alone. It reports whether it freed
 // one.
 func (s *QueueStore) Release(ctx context.Context, eventID, userID string, expiringBy time.Time) (bool, error) {
-	n, err := releaseAdmissionScript.Run(ctx, s.rdb, []string{s.key(eventID, "adm")}, userID, ms(expiringBy)).Int()
+	n, err := releaseAdmissionScript.Run(ctx, s.rdb, []string{s.key(eventID, "adm"), s.key(eventID, "meta")}, userID, ms(expiringBy)).Int()
 	if err != nil {
 		return false, fmt.Errorf("queue release: %w", err)
 	}
@@ -589,45 +659,83 @@ type RateParams struct {
 	Initial  float64
 	Step     float64 // additive increase
 	Factor   float64 // multiplicative decrease
-	Decision RateDecision
-	Reason   string
+	// Completed is the fraction of the measured completion rate (checkouts
+	// whose admission was released by a confirmed order, per second, an
+	// EWMA over CompletedTau, every instance's) below which a decrease does
+	// not take the rate (0: no such floor). Backing off below what checkout
+	// completes only starves it when the pressure comes from elsewhere
+	// (fans waiting, browsing); when checkout itself slows, its completions
+	// fall and the floor with them.
+	Completed    float64
+	CompletedTau time.Duration
+	Decision     RateDecision
+	Reason       string
+}
+
+// RateState is the shared rate after AdjustRate: the rate, the reason of
+// its last change and the measured completion rate (per second).
+type RateState struct {
+	Rate, Completions float64
+	Reason            string
 }
 
 // adjustRateScript keeps the event's adaptive admission rate in its meta
 // hash (crate, cts, creason): shared by every instance, changed at most once
 // per interval (so N instances do not multiply the steps). KEYS: meta.
 // ARGV: now, interval ms, ceiling, floor, initial, step, factor, decision,
-// reason.
+// reason, completed fraction, completed tau ms. The completion rate (drate)
+// is measured from the 'done' counter (Release) at most once a second:
+// done/dts are the count and time of the last measurement.
 var adjustRateScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return {ARGV[5], ''} end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {ARGV[5], '', '0'} end
 local now = tonumber(ARGV[1])
 local ceil, floor = tonumber(ARGV[3]), tonumber(ARGV[4])
-local r = tonumber(redis.call('HGET', KEYS[1], 'crate') or ARGV[5])
-local reason = redis.call('HGET', KEYS[1], 'creason') or 'start'
-local ts = tonumber(redis.call('HGET', KEYS[1], 'cts') or '0')
+local m = redis.call('HMGET', KEYS[1], 'crate', 'creason', 'cts', 'done', 'dprev', 'dts', 'drate')
+local r = tonumber(m[1] or ARGV[5])
+local reason = m[2] or 'start'
+local ts = tonumber(m[3] or '0')
+local done, dprev, dts = tonumber(m[4] or '0'), tonumber(m[5] or '-1'), tonumber(m[6] or '0')
+local drate = tonumber(m[7] or '0')
+if dprev < 0 or done < dprev then
+  redis.call('HSET', KEYS[1], 'dprev', done, 'dts', now)
+elseif now - dts >= 1000 then
+  local a = 1 - math.exp(-(now - dts) / tonumber(ARGV[11]))
+  drate = drate + a * ((done - dprev) * 1000 / (now - dts) - drate)
+  redis.call('HSET', KEYS[1], 'dprev', done, 'dts', now, 'drate', tostring(drate))
+end
 local d = tonumber(ARGV[8])
 if d ~= 0 and now - ts >= tonumber(ARGV[2]) then
-  if d < 0 then r = r * tonumber(ARGV[7]) else r = r + tonumber(ARGV[6]) end
   reason = ARGV[9]
+  if d < 0 then
+    r = r * tonumber(ARGV[7])
+    local least = drate * tonumber(ARGV[10])
+    if r < least then r, reason = least, 'completions' end
+  else
+    r = r + tonumber(ARGV[6])
+  end
   redis.call('HSET', KEYS[1], 'cts', now)
 end
 r = math.max(floor, math.min(ceil, r))
 redis.call('HSET', KEYS[1], 'crate', tostring(r), 'creason', reason)
-return {tostring(r), reason}
+return {tostring(r), reason, tostring(drate)}
 `)
 
 // AdjustRate applies the controller's decision to the event's shared
 // admission rate (at most one change per interval across instances) and
-// returns the rate and the reason of its last change.
-func (s *QueueStore) AdjustRate(ctx context.Context, eventID string, p RateParams) (float64, string, error) {
-	v, err := adjustRateScript.Run(ctx, s.rdb, []string{s.key(eventID, "meta")}, ms(p.Now), p.Interval.Milliseconds(),
-		p.Ceiling, p.Floor, p.Initial, p.Step, p.Factor, int(p.Decision), p.Reason).Slice()
-	if err != nil {
-		return 0, "", fmt.Errorf("queue rate: %w", err)
+// returns the rate, the reason of its last change and the completion rate.
+func (s *QueueStore) AdjustRate(ctx context.Context, eventID string, p RateParams) (RateState, error) {
+	tau := p.CompletedTau
+	if tau <= 0 {
+		tau = 10 * time.Second
 	}
-	if len(v) != 2 {
-		return 0, "", errors.New("queue rate: unexpected script reply")
+	v, err := adjustRateScript.Run(ctx, s.rdb, []string{s.key(eventID, "meta")}, ms(p.Now), p.Interval.Milliseconds(),
+		p.Ceiling, p.Floor, p.Initial, p.Step, p.Factor, int(p.Decision), p.Reason, p.Completed, tau.Milliseconds()).Slice()
+	if err != nil {
+		return RateState{}, fmt.Errorf("queue rate: %w", err)
+	}
+	if len(v) != 3 {
+		return RateState{}, errors.New("queue rate: unexpected script reply")
 	}
 	reason, _ := v[1].(string)
-	return parseFloat(v[0]), reason, nil
+	return RateState{Rate: parseFloat(v[0]), Reason: reason, Completions: parseFloat(v[2])}, nil
 }

@@ -71,17 +71,21 @@ else
 	# N instances on the ports after $port (every one runs the workers: all
 	# of them are safe on several instances), HAProxy on $port in front;
 	# they share PUBLIC_BASE_URL (the load balancer) and the keys of
-	# data/dev.env, and trust HAProxy's X-Forwarded-For.
+	# data/dev.env, and trust HAProxy's X-Forwarded-For. The payment
+	# provider's notifications have their own HAProxy frontend, on the port
+	# after the instances' (PAYMENTS_WEBHOOK_BASE_URL).
 	backends=()
+	hooks=$((port + instances + 1))
 	for i in $(seq 1 "$instances"); do
 		p=$((port + i))
 		backends+=("$p")
 		HTTP_ADDR=127.0.0.1:$p PUBLIC_BASE_URL=${PUBLIC_BASE_URL:-http://127.0.0.1:$port} TRUSTED_PROXIES=127.0.0.1/32 \
+			PAYMENTS_WEBHOOK_BASE_URL=${PAYMENTS_WEBHOOK_BASE_URL:-http://127.0.0.1:$hooks} \
 			SEARCH_DIR=data/search-$i ./bin/ticketing serve 2>>"data/ticketing-$i.log" &
 		pids+=($!)
 	done
-	haproxy_config "$port" "${backends[@]}" >data/haproxy.cfg
-	log "HAProxy on :$port in front of ports ${backends[*]} (data/haproxy.cfg)"
+	haproxy_config "$port" --webhooks "$hooks" "${backends[@]}" >data/haproxy.cfg
+	log "HAProxy on :$port in front of ports ${backends[*]}, the provider's webhooks on :$hooks (data/haproxy.cfg)"
 	haproxy -f data/haproxy.cfg -db 2>>data/haproxy.log &
 	pids+=($!)
 fi

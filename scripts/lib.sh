@@ -177,21 +177,31 @@ ensure_haproxy() {
 	command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || apt_install haproxy
 }
 
-# haproxy_config LISTEN_PORT BACKEND_PORT... prints the HAProxy configuration
-# of N API instances on loopback behind one port (scripts/dev.sh --instances
-# and the chaos suite's multi-instance scenarios): round robin, an instance
-# leaves the rotation after two failed /healthz checks 500 ms apart and
-# comes back after one good one; a request whose connection was refused is
-# sent to another instance (never a request an instance may have started);
-# WebSocket and SSE streams stay open for an hour. /healthz, not /readyz, is
-# the check: with the primary Postgres down an instance still serves browsing
-# from the replica (see README, "When Postgres is down"). maxconn: each
-# connection takes two file descriptors and HAProxy must raise its limit to
-# about twice maxconn; where the hard limit is 20,000 (this machine's
-# containers), 8,000 is what fits.
+# haproxy_config LISTEN_PORT [--webhooks PORT] BACKEND_PORT... prints the
+# HAProxy configuration of N API instances on loopback behind one port
+# (scripts/dev.sh --instances and the chaos suite's multi-instance
+# scenarios): round robin, an instance leaves the rotation after two failed
+# /healthz checks 500 ms apart and comes back after one good one; a request
+# whose connection was refused is sent to another instance (never a request
+# an instance may have started); WebSocket and SSE streams stay open for an
+# hour. /healthz, not /readyz, is the check: with the primary Postgres down
+# an instance still serves browsing from the replica (see README, "When
+# Postgres is down"). maxconn: each connection takes two file descriptors
+# and HAProxy must raise its limit to about twice maxconn; where the hard
+# limit is 20,000 (this machine's containers), 8,000 is what fits.
+#
+# --webhooks PORT adds the payment provider's own ingress
+# (PAYMENTS_WEBHOOK_BASE_URL): only POST /webhooks/payments, with 400 of the
+# 8,000 connections kept for it. Fans' streams fill the public frontend's
+# share and wait there; a notification that waited behind them would let a
+# paid buyer's hold expire.
 haproxy_config() {
-	local listen=$1 i=0 p
+	local listen=$1 hooks="" i=0 p public=8000
 	shift
+	if [ "${1:-}" = --webhooks ]; then
+		hooks=$2 public=7600
+		shift 2
+	fi
 	cat <<CFG
 global
 	maxconn 8000
@@ -207,8 +217,21 @@ defaults
 	option redispatch
 frontend ticketing
 	bind 127.0.0.1:$listen
+	maxconn $public
 	option forwardfor
 	default_backend api
+CFG
+	if [ -n "$hooks" ]; then
+		cat <<CFG
+frontend webhooks
+	bind 127.0.0.1:$hooks
+	maxconn 400
+	option forwardfor
+	http-request deny deny_status 404 unless { path /webhooks/payments } METH_POST
+	default_backend api
+CFG
+	fi
+	cat <<CFG
 backend api
 	balance roundrobin
 	option httpchk GET /healthz

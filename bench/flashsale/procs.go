@@ -281,14 +281,17 @@ func frontDoor(bases []string) (string, func(), error) {
 
 // startHAProxy writes the configuration of scripts/lib.sh haproxy_config
 // for the API ports (installing HAProxy first when it is missing) and
-// starts it on a free port; it returns its URL.
-func (r *Run) startHAProxy(ports []int) (string, error) {
+// starts it on a free port; it returns its URL and that of the payment
+// provider's own frontend (PAYMENTS_WEBHOOK_BASE_URL), which the fans'
+// connections cannot fill.
+func (r *Run) startHAProxy(ports []int) (public, hooks string, err error) {
 	root, err := repoRoot()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	listen := freePort()
-	args := []string{"-c", `. scripts/lib.sh && ensure_haproxy && haproxy_config "$@"`, "haproxy_config", strconv.Itoa(listen)}
+	listen, hport := freePort(), freePort()
+	args := []string{"-c", `. scripts/lib.sh && ensure_haproxy && haproxy_config "$@"`, "haproxy_config",
+		strconv.Itoa(listen), "--webhooks", strconv.Itoa(hport)}
 	for _, p := range ports {
 		args = append(args, strconv.Itoa(p))
 	}
@@ -297,11 +300,11 @@ func (r *Run) startHAProxy(ports []int) (string, error) {
 	cmd.Stderr = os.Stderr
 	cfg, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("haproxy_config: %w", err)
+		return "", "", fmt.Errorf("haproxy_config: %w", err)
 	}
 	file := filepath.Join(r.dir, "haproxy.cfg")
 	if err := os.WriteFile(file, cfg, 0o644); err != nil {
-		return "", err
+		return "", "", err
 	}
 	bin := "haproxy"
 	if _, err := exec.LookPath(bin); err != nil {
@@ -309,9 +312,9 @@ func (r *Run) startHAProxy(ports []int) (string, error) {
 	}
 	r.lb = &Proc{Name: "haproxy", Path: bin, Args: []string{"-f", file, "-db"}, Log: filepath.Join(r.dir, "haproxy.log")}
 	if err := r.lb.Start(); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", listen), nil
+	return fmt.Sprintf("http://127.0.0.1:%d", listen), fmt.Sprintf("http://127.0.0.1:%d", hport), nil
 }
 
 // waitHealthy polls u until it answers 200.

@@ -240,11 +240,12 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 		ports[i] = freePort()
 		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", ports[i]))
 	}
-	var public string
+	var public, hooks string
 	if cfg.LB == "haproxy" {
 		// A real load balancer (HAProxy from Debian, scripts/lib.sh
-		// haproxy_config) in front of the instances; the buyers go through it.
-		if public, err = r.startHAProxy(ports); err != nil {
+		// haproxy_config) in front of the instances; the buyers go through
+		// it, paysim's notifications through its frontend of their own.
+		if public, hooks, err = r.startHAProxy(ports); err != nil {
 			return err
 		}
 	} else {
@@ -256,7 +257,7 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 	}
 	env := func(port int) []string {
 		if cfg.PublicPerInstance {
-			public = fmt.Sprintf("http://127.0.0.1:%d", port)
+			public, hooks = fmt.Sprintf("http://127.0.0.1:%d", port), ""
 		}
 		e := []string{
 			"DATABASE_URL=" + serverDB, "REDIS_URL=" + r.redisURL, "JWT_HS256_SECRET=" + cfg.Secret,
@@ -268,6 +269,9 @@ func (r *Run) start(ctx context.Context, log io.Writer) error {
 			"QUEUE_ADMISSION_TTL=" + cfg.AdmissionTTL.String(), "QUEUE_JOIN_RATE_ADDR=0", "QUEUE_JOIN_RATE_USER=0",
 			"ABUSE_LIMITS=off", // every buyer is one address
 			"PAYMENTS_RECONCILE_AFTER=" + cfg.ReconcileAfter.String(), "PAYMENTS_RECONCILE_INTERVAL=" + (cfg.ReconcileAfter / 2).String(),
+		}
+		if hooks != "" {
+			e = append(e, "PAYMENTS_WEBHOOK_BASE_URL="+hooks)
 		}
 		// The queue's settings are the server's defaults (the adaptive
 		// controller under its default ceilings) unless given.
