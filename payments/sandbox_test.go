@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -450,4 +452,35 @@ func TestWebhookDelay(t *testing.T) {
 	settled := time.Now()
 	r.waitFor(t, 1)
 	require.GreaterOrEqual(t, r.deliveries()[0].At.Sub(settled), 300*time.Millisecond)
+}
+
+// A notification the merchant is slow to answer holds back no other
+// payment's: while one delivery hangs, the notifications of 30 other
+// payments (more than one claim of the worker) are all delivered.
+func TestSlowWebhookHoldsBackNoOther(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, testOptions())
+	release := make(chan struct{})
+	var slowHits atomic.Int32
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		slowHits.Add(1)
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(release) })
+	stuck := createReq(&receiver{URL: slow.URL}, map[string]any{"auto_outcome": "succeed"})
+	_, err := s.SB.CreatePayment(context.Background(), stuck)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return slowHits.Load() > 0 }, 10*time.Second, 10*time.Millisecond, "the slow delivery started")
+	r := newReceiver(t)
+	const n = 30
+	for range n {
+		_, err := s.SB.CreatePayment(context.Background(), createReq(r, map[string]any{"auto_outcome": "succeed"}))
+		require.NoError(t, err)
+	}
+	r.waitFor(t, n)
+	require.Equal(t, int32(1), slowHits.Load(), "the slow one is still in its first attempt")
 }

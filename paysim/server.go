@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -97,13 +98,18 @@ type Server struct {
 	log     *slog.Logger
 	wake    chan struct{}
 	metrics *metrics
+	// flight: the payments whose notifications a delivery goroutine is
+	// sending now (see deliverDue).
+	flightMu sync.Mutex
+	flight   map[string]bool
+	sending  sync.WaitGroup
 }
 
 // New returns a server over a pool whose database has been migrated with
 // Migrate.
 func New(pool *pgxpool.Pool, opt Options) *Server {
 	opt.defaults()
-	s := &Server{pool: pool, opt: opt, log: opt.Log, wake: make(chan struct{}, 1)}
+	s := &Server{pool: pool, opt: opt, log: opt.Log, wake: make(chan struct{}, 1), flight: map[string]bool{}}
 	s.metrics = newMetrics(s)
 	return s
 }

@@ -2,7 +2,6 @@ package paysim
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -39,6 +37,7 @@ func sign(secret string, t time.Time, body []byte) string {
 func (s *Server) Run(ctx context.Context) error {
 	t := time.NewTicker(s.opt.PollInterval)
 	defer t.Stop()
+	defer s.sending.Wait()
 	for {
 		s.tick(ctx)
 		select {
@@ -125,23 +124,38 @@ type delivery struct {
 // time capped a sale's confirmations at ~15/s per paysim), and the product
 // must take them concurrently and out of order anyway. One payment's
 // notifications still go one after the other, in due order.
-const deliveryConcurrency = 16
+const deliveryConcurrency = 64
 
-// deliverDue claims due deliveries, attempts them (each payment's in due
-// order, deliveryConcurrency payments at once) and records the results. It
+// deliverDue claims due deliveries, as many as there are free delivery
+// slots, of payments this instance is not sending to already, and starts
+// them: one goroutine per payment, sending its notifications in due order
+// and recording each result. It does not wait for them (a slow answer
+// does not hold back the next claim); a finished one wakes the worker. It
 // returns how many it claimed.
 func (s *Server) deliverDue(ctx context.Context) (int, error) {
+	s.flightMu.Lock()
+	free := deliveryConcurrency - len(s.flight)
+	busy := make([]string, 0, len(s.flight))
+	for p := range s.flight {
+		busy = append(busy, p)
+	}
+	s.flightMu.Unlock()
+	if free <= 0 {
+		return 0, nil
+	}
 	lease := (s.opt.DeliveryTimeout + 5*time.Second).Milliseconds()
 	rows, err := s.pool.Query(ctx, `WITH due AS (
-			SELECT id, next_attempt_at FROM paysim.deliveries
-			WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
-			ORDER BY next_attempt_at, id LIMIT $2
-			FOR UPDATE SKIP LOCKED)
+			SELECT d.id, d.next_attempt_at FROM paysim.deliveries d
+			JOIN paysim.events e ON e.id = d.event_id
+			WHERE d.delivered_at IS NULL AND d.gave_up_at IS NULL AND d.next_attempt_at <= now()
+			  AND e.payment_id <> ALL($3::text[])
+			ORDER BY d.next_attempt_at, d.id LIMIT $2
+			FOR UPDATE OF d SKIP LOCKED)
 		UPDATE paysim.deliveries d
 		SET attempts = d.attempts + 1, next_attempt_at = now() + $1 * interval '1 millisecond'
 		FROM due, paysim.events e
 		WHERE d.id = due.id AND e.id = d.event_id
-		RETURNING d.id, d.url, d.attempts, e.id, e.payment_id, e.body, due.next_attempt_at`, lease, batchSize)
+		RETURNING d.id, d.url, d.attempts, e.id, e.payment_id, e.body, due.next_attempt_at`, lease, free, busy)
 	if err != nil {
 		return 0, err
 	}
@@ -171,32 +185,34 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 		}
 		byPayment[d.payment] = append(byPayment[d.payment], d)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, deliveryConcurrency)
-	)
+	s.flightMu.Lock()
 	for _, p := range order {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		s.flight[p] = true
+	}
+	s.flightMu.Unlock()
+	for _, p := range order {
+		s.sending.Go(func() {
+			defer func() {
+				s.flightMu.Lock()
+				delete(s.flight, p)
+				s.flightMu.Unlock()
+				s.notify()
+			}()
 			for _, d := range byPayment[p] {
 				if ctx.Err() != nil {
 					return // the lease runs out and another attempt follows
 				}
 				status, err := s.attempt(ctx, d)
 				if err := s.record(context.WithoutCancel(ctx), d, status, err); err != nil {
-					mu.Lock()
-					first = cmp.Or(first, err)
-					mu.Unlock()
+					if ctx.Err() == nil {
+						s.log.Error("paysim: record delivery", "err", err)
+					}
 					return
 				}
 			}
 		})
 	}
-	wg.Wait()
-	return len(list), first
+	return len(list), nil
 }
 
 // attempt POSTs one copy of an event, freshly signed.
