@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ticketing/ticketing/holds"
 	"github.com/ticketing/ticketing/outbox"
@@ -14,6 +15,9 @@ import (
 // effects are what to do after a transaction commits.
 type effects struct {
 	confirmed *Order
+	// heldAt is when the confirmed order's hold was made (the queue
+	// admission it was made under is released).
+	heldAt time.Time
 }
 
 func (s *Service) after(ctx context.Context, eff effects, err error) {
@@ -28,11 +32,7 @@ func (s *Service) after(ctx context.Context, eff effects, err error) {
 			s.cfg.Holds.ReleaseAddressCap(ctx, o.EventID, o.HoldID)
 		}
 		if s.cfg.Queue != nil {
-			h, err := s.st.GetHold(context.WithoutCancel(ctx), o.HoldID)
-			if err == nil {
-				err = s.cfg.Queue.Release(context.WithoutCancel(ctx), o.EventID, o.Owner, h.CreatedAt)
-			}
-			if err != nil {
+			if err := s.cfg.Queue.Release(context.WithoutCancel(ctx), o.EventID, o.Owner, eff.heldAt); err != nil {
 				s.cfg.Log.Warn("release queue admission", "order", o.ID, "err", err)
 			}
 		}
@@ -46,15 +46,16 @@ var errNotConfirmable = errors.New("not confirmable")
 // still HELD by this very hold and unexpired (database clock) become SOLD;
 // unless all of them do, nothing changes and why says so. Then the hold is
 // PURCHASED, its items' periods open-ended, the order CONFIRMED, tickets
-// issued and the sale written to the outbox.
-func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order, string, error) {
+// issued and the sale written to the outbox. heldAt is when the hold was
+// made.
+func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (_ *Order, heldAt time.Time, why string, _ error) {
 	var confirmed Order
-	why := ""
 	err := tx.InTx(ctx, func(sp *store.Store) error {
 		h, err := sp.GetHoldForUpdate(ctx, o.HoldID)
 		if err != nil {
 			return err
 		}
+		heldAt = h.CreatedAt
 		if h.Status != holds.StatusActive {
 			why = "hold " + h.Status
 			return errNotConfirmable
@@ -74,6 +75,7 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 		if err := sp.PurchaseHold(ctx, h.ID); err != nil {
 			return err
 		}
+		issued := make([]store.Ticket, 0, len(sold))
 		for _, u := range sold {
 			t := store.Ticket{ID: newID(), OrderID: o.ID, EventID: o.EventID, InventoryID: u.InventoryID,
 				SectionID: u.SectionID, SeatID: u.SeatID}
@@ -86,9 +88,10 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 			if t.Code, err = s.cfg.TicketKeys.Sign(tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item}); err != nil {
 				return err
 			}
-			if err := sp.InsertTicket(ctx, t); err != nil {
-				return err
-			}
+			issued = append(issued, t)
+		}
+		if err := sp.InsertTickets(ctx, issued); err != nil {
+			return err
 		}
 		if err := sp.OutboxInsert(ctx, o.EventID, "inventory", salePayload(o, sold)); err != nil {
 			return err
@@ -97,12 +100,12 @@ func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (*Order
 		return err
 	})
 	if errors.Is(err, errNotConfirmable) {
-		return nil, why, nil
+		return nil, heldAt, why, nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, heldAt, "", err
 	}
-	return &confirmed, "", nil
+	return &confirmed, heldAt, "", nil
 }
 
 // salePayload is the 'inventory' outbox message of a sale.

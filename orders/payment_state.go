@@ -195,13 +195,13 @@ func (s *Service) advance(ctx context.Context, tx *store.Store, o Order, p Payme
 			}
 			return eff, s.compensate(ctx, tx, p.ID, why)
 		}
-		confirmed, why, err := s.confirm(ctx, tx, o)
+		confirmed, heldAt, why, err := s.confirm(ctx, tx, o)
 		if err != nil {
 			return eff, err
 		}
 		if confirmed != nil {
 			// An older attempt succeeded while a newer one was open.
-			eff.confirmed = confirmed
+			eff.confirmed, eff.heldAt = confirmed, heldAt
 			return eff, s.voidAttempts(ctx, tx, o.ID, p.ID, "")
 		}
 		return eff, s.lateCharge(ctx, tx, o, p, why)
@@ -297,6 +297,13 @@ func lockPayment(ctx context.Context, tx *store.Store, paymentID string) (Paymen
 	if err != nil {
 		return p, Order{}, err
 	}
+	return lockRead(ctx, tx, p)
+}
+
+// lockRead is lockPayment of a payment already read (a payment's order
+// never changes), and returns it as locked.
+func lockRead(ctx context.Context, tx *store.Store, p Payment) (Payment, Order, error) {
+	paymentID := p.ID
 	o, err := tx.GetOrderForUpdate(ctx, p.OrderID)
 	if err != nil {
 		return p, o, err

@@ -88,19 +88,19 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 				if eff, err = s.mismatch(ctx, tx, provider, o, q, n.Payment, reason+": our reference on another provider payment"); err != nil {
 					return err
 				}
-				return tx.InboxProcessed(ctx, provider, n.ID)
+				return nil
 			} else if !errors.Is(qerr, store.ErrNotFound) {
 				return qerr
 			}
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			s.cfg.Log.Warn("notification for an unknown payment", "notification", n.ID, "payment", n.Payment.ID)
-			return tx.InboxProcessed(ctx, provider, n.ID)
+			return nil
 		}
 		if err != nil {
 			return err
 		}
-		p, o, err := lockPayment(ctx, tx, p.ID)
+		p, o, err := lockRead(ctx, tx, p)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 			if eff, err = s.mismatch(ctx, tx, provider, o, p, n.Payment, reason); err != nil {
 				return err
 			}
-			return tx.InboxProcessed(ctx, provider, n.ID)
+			return nil
 		}
 		if p.ProviderRef == nil {
 			if err := tx.SetPaymentProviderRef(ctx, p.ID, n.Payment.ID, n.Payment.CheckoutURL); err != nil {
@@ -134,7 +134,7 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 				return err
 			}
 		}
-		return tx.InboxProcessed(ctx, provider, n.ID)
+		return nil
 	})
 	s.after(ctx, eff, err)
 	return err

@@ -294,18 +294,14 @@ func (s *Store) CountPaymentsAtRisk(ctx context.Context, keyWindow time.Duration
 }
 
 const sqlInboxInsert = `
-INSERT INTO webhook_inbox (id, provider, type, payload) VALUES ($1, $2, $3, $4)
+INSERT INTO webhook_inbox (id, provider, type, payload, processed_at) VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (provider, id) DO NOTHING`
 
-// InboxInsert records a provider notification; fresh is false when its id
-// was already recorded for that provider (a duplicate: apply nothing).
+// InboxInsert records a provider notification, processed: call it in the
+// transaction that applies it (a rollback unrecords it). fresh is false
+// when its id was already recorded for that provider (a duplicate: apply
+// nothing).
 func (s *Store) InboxInsert(ctx context.Context, id, provider, typ string, payload []byte) (fresh bool, err error) {
 	tag, err := s.db.Exec(ctx, sqlInboxInsert, id, provider, typ, payload)
 	return tag.RowsAffected() == 1, wrap("inbox insert", err)
-}
-
-// InboxProcessed marks a notification applied.
-func (s *Store) InboxProcessed(ctx context.Context, provider, id string) error {
-	_, err := s.db.Exec(ctx, `UPDATE webhook_inbox SET processed_at = now() WHERE provider = $1 AND id = $2`, provider, id)
-	return wrap("inbox processed", err)
 }
