@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -33,13 +34,20 @@ func (a *App) initSeatMap(prefix string) {
 // runRelay publishes the outbox to the seat map until ctx ends, and feeds
 // a.Projections (the search projection) through search_pending: the relay's
 // batch only records the events that changed (outbox.PendingSink) and a
-// search.PendingIndexer, woken after each batch, hands them to the
+// search.PendingIndexer, woken after each batch (at most one round per
+// searchIndexInterval), hands them to the
 // projections apart from the relay, so a slow index never delays the seat
 // map. Any number of instances may run it.
 func (a *App) runRelay(ctx context.Context) {
 	sinks := []outbox.Sink{a.SeatMap}
 	if len(a.Projections) > 0 {
 		idx := search.NewPendingIndexer(a.Store, a.applyProjections, a.Log)
+		// A round rebuilds each pending event's document from Postgres,
+		// counting every inventory row of the event (45,000 for
+		// bench/holds' hot event): during a sale every event on sale is
+		// pending all the time, so the rounds' rate is the cost. Search
+		// may be stale (the hold re-checks): once a second.
+		idx.Interval = searchIndexInterval
 		sinks = append(sinks, outbox.PendingSink(a.Store, idx.Wake))
 		done := make(chan struct{})
 		go func() { defer close(done); idx.Run(ctx) }()
@@ -85,6 +93,10 @@ func (a *App) applyProjections(ctx context.Context, eventIDs []string) error {
 
 // mountSeatMap serves GET /api/events/{eventId}/seatmap/stream (SSE; the
 // event id is the cursor, Last-Event-ID resumes).
+// searchIndexInterval is the shortest time between two rounds of the
+// search indexer (search.PendingIndexer.Interval; its own default is 250ms).
+const searchIndexInterval = time.Second
+
 func (a *App) mountSeatMap(mux *http.ServeMux) {
 	mux.Handle("GET /api/events/{eventId}/seatmap/stream", a.SeatMap)
 }

@@ -55,3 +55,43 @@ func TestNotifierDoesNotQueueBehindTheBusyPool(t *testing.T) {
 	_, err = listener.WaitForNotification(wctx)
 	require.NoError(t, err, "no NOTIFY while the pool was busy")
 }
+
+// Kicks that come within Interval of a notification are coalesced into one
+// more, sent when the interval is over: a storm of commits costs a NOTIFY
+// per interval, and the last kick is never left unannounced.
+func TestNotifierCoalescesKicksOfAnInterval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.NewPool(t)
+	listener, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = listener.Close(context.Background()) })
+	_, err = listener.Exec(ctx, "LISTEN outbox")
+	require.NoError(t, err)
+
+	n := outbox.NewNotifier(pool, nil)
+	n.Interval = 200 * time.Millisecond
+	nctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(nctx) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	start := time.Now()
+	for range 100 { // 100 kicks over ~300 ms
+		n.Kick()
+		time.Sleep(3 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	got := 0
+	for {
+		wctx, cancel := context.WithTimeout(ctx, time.Second) // well past the last interval
+		_, err := listener.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		got++
+	}
+	require.GreaterOrEqual(t, got, 2, "the kicks after the first notification are announced too")
+	require.LessOrEqual(t, got, int(elapsed/(200*time.Millisecond))+2, "100 kicks in %s", elapsed)
+}

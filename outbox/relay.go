@@ -86,6 +86,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// DefaultBatchInterval is Config.BatchInterval when left zero.
+const DefaultBatchInterval = 50 * time.Millisecond
+
 // DefaultPartitions is the number of partitions when Config leaves it zero.
 // A relay holds up to one transaction per partition at a time.
 const DefaultPartitions = 4
@@ -98,6 +101,19 @@ type Config struct {
 	BatchSize int
 	// PollInterval is the safety net when a notification is missed (default 1s).
 	PollInterval time.Duration
+	// BatchInterval is the shortest time between the starts of two drains
+	// of one partition (default 50ms; negative: none). A wake-up that comes
+	// sooner waits for the rest of it, so under a storm of holds a batch
+	// carries the rows of many commits instead of one: each batch costs a
+	// transaction, its commit, the seat map's recount of every GA section it
+	// touched (store.SeatMapGA, a scan of the section) and a search_pending
+	// upsert of the event's row, whatever the number of rows in it. (bench/holds -workers,
+	// 2026-12-01: one batch per hold or two made the relay's Postgres CPU per
+	// hold as large as the hold's own.) The live seat map's frames are 100ms
+	// apart anyway (seatmap.Config.Coalesce), and the relay counts as behind
+	// only after 2s (seatmap.Config.MaxRelayLag). A drain that ends on a full
+	// batch goes on at once, as before.
+	BatchInterval time.Duration
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	Log        *slog.Logger
@@ -129,6 +145,9 @@ func New(pool *pgxpool.Pool, cfg Config, sinks ...Sink) *Relay {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
+	}
+	if cfg.BatchInterval == 0 {
+		cfg.BatchInterval = DefaultBatchInterval
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -250,13 +269,27 @@ func (r *Relay) listenOnce(ctx context.Context, wake func()) error {
 func (r *Relay) worker(ctx context.Context, partition int, wake <-chan struct{}) {
 	t := time.NewTicker(r.cfg.PollInterval)
 	defer t.Stop()
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	<-pause.C
 	for {
+		start := time.Now()
 		r.drain(ctx, partition)
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
 		case <-t.C:
+		}
+		// The commits that woke us, and those of the rest of the
+		// interval, go in one batch (Config.BatchInterval).
+		if wait := r.cfg.BatchInterval - time.Since(start); wait > 0 {
+			pause.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-pause.C:
+			}
 		}
 	}
 }

@@ -177,3 +177,57 @@ func TestProjectionLagMetric(t *testing.T) {
 	n, _ = hist("ticketing_outbox_batch_seconds")
 	require.EqualValues(t, 1, n, "one batch published rows")
 }
+
+// batchCounter counts the batches (non-empty Publish calls) and rows.
+type batchCounter struct {
+	mu            sync.Mutex
+	batches, rows int
+}
+
+func (b *batchCounter) Publish(_ context.Context, rows []outbox.Row) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batches++
+	b.rows += len(rows)
+	return nil
+}
+
+func (b *batchCounter) get() (batches, rows int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.batches, b.rows
+}
+
+// Commits that wake a partition within BatchInterval of its last drain go
+// out together in the next one: a storm of holds costs a batch per
+// interval, not one per commit (outbox.Config.BatchInterval). Nothing is
+// lost or left behind.
+func TestRelayBatchesTheCommitsOfAnInterval(t *testing.T) {
+	t.Parallel()
+	st := store.New(testdb.NewPool(t))
+	ctx := context.Background()
+	notifier := outbox.NewNotifier(st.Pool(), nil)
+	notifier.Interval = time.Millisecond
+	st.SetOutboxHook(notifier.Kick)
+	nctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go notifier.Run(nctx)
+	sink := &batchCounter{}
+	run(t, outbox.New(st.Pool(), outbox.Config{Partitions: 1, PollInterval: time.Hour, BatchInterval: 400 * time.Millisecond}, sink))
+	ev := uuid.NewString()
+	const n = 40
+	start := time.Now()
+	for i := range n { // each commit kicks the notifier, whose NOTIFY wakes the relay
+		require.NoError(t, st.OutboxInsert(ctx, ev, "inventory", map[string]int{"seq": i}))
+	}
+	elapsed := time.Since(start)
+	require.Eventually(t, func() bool { _, rows := sink.get(); return rows == n }, 10*time.Second, 10*time.Millisecond)
+	batches, _ := sink.get()
+	// At most one drain per started interval of the inserts, plus the one
+	// that publishes what the last interval gathered.
+	require.LessOrEqual(t, batches, int(elapsed/(400*time.Millisecond))+2, "%d rows in %s", n, elapsed)
+	require.Eventually(t, func() bool {
+		lag, err := st.OutboxLag(ctx)
+		return err == nil && lag == 0
+	}, 5*time.Second, 10*time.Millisecond, "published rows are pruned")
+}

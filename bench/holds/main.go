@@ -55,6 +55,7 @@ var (
 	mainRuns  = flag.Bool("main", true, "run the mixed seat/GA holds runs (spread and hot event)")
 	gaSweep   = flag.String("ga-capacities", "10000,50000,100000,200000", "GA capacity sweep: one-unit GA holds on a floor of each capacity (empty: skip)")
 	gaClients = flag.Int("ga-clients", 8, "concurrent clients of the GA capacity sweep")
+	workers   = flag.Bool("workers", false, "also run the app's background workers (app.RunWorkers: the outbox relay publishing every hold to the seat map and search, the sweeper, the queue controller, the orders jobs), as ticketing serve does")
 	gaExplain = flag.Bool("ga-explain", true, "after each sweep run, print the plan (auto_explain, EXPLAIN ANALYZE) of the GA pick inside hold_create and of the relay's GA recount")
 	spreadN   = 100
 	secret    = "bench-secret-0123456789abcdef"
@@ -104,6 +105,13 @@ func main() {
 	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler))
 	check(err)
 	defer a.Close()
+	meter = &cpuMeter{pool: a.Pool, rdb: a.Redis, db: name}
+	if *workers {
+		wctx, stopWorkers := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); a.RunWorkers(wctx) }()
+		defer func() { stopWorkers(); <-done }()
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
 	srv := &http.Server{Handler: a.Handler()}
@@ -158,7 +166,7 @@ func main() {
 				stop()
 			}
 			results[fmt.Sprintf("%s/%d", sc.name, n)] = r.rate
-			fmt.Printf("%-22s %8d %10.0f %9.1f %9.1f %9d %9d\n", sc.name, n, r.rate, ms(r.p50), ms(r.p99), r.conflicts, r.errors)
+			fmt.Printf("%-22s %8d %10.0f %9.1f %9.1f %9d %9d   %s\n", sc.name, n, r.rate, ms(r.p50), ms(r.p99), r.conflicts, r.errors, r.cpu)
 		}
 	}
 
@@ -430,7 +438,10 @@ type result struct {
 	rate              float64
 	p50, p99          time.Duration
 	conflicts, errors int64
+	cpu               string // CPU per hold by process (perHold)
 }
+
+var meter *cpuMeter
 
 const mutation = `mutation($in: CreateHoldInput!) { createHold(input: $in) { id status expiresAt } }`
 
@@ -446,6 +457,7 @@ func run(endpoint string, evs []*benchEvent, clients int, d time.Duration) resul
 		errs      atomic.Int64
 		wg        sync.WaitGroup
 	)
+	before := meter.snap(context.Background())
 	deadline := time.Now().Add(d)
 	start := time.Now()
 	for c := range clients {
@@ -488,6 +500,7 @@ func run(endpoint string, evs []*benchEvent, clients int, d time.Duration) resul
 	}
 	wg.Wait()
 	el := time.Since(start)
+	after := meter.snap(context.Background())
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration {
 		if len(lat) == 0 {
@@ -496,7 +509,7 @@ func run(endpoint string, evs []*benchEvent, clients int, d time.Duration) resul
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
 	return result{rate: float64(ok.Load()) / el.Seconds(), p50: pct(0.50), p99: pct(0.99),
-		conflicts: conflicts.Load(), errors: errs.Load()}
+		conflicts: conflicts.Load(), errors: errs.Load(), cpu: perHold(before, after, float64(ok.Load()))}
 }
 
 // pgbenchScript is one transaction of the bare hold: the conditional UPDATE
