@@ -18,22 +18,11 @@ import (
 func TestNotifierDoesNotQueueBehindTheBusyPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.NewPool(t)
-	listener, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = listener.Close(context.Background()) })
-	_, err = listener.Exec(ctx, "LISTEN outbox")
-	require.NoError(t, err)
-
-	n := outbox.NewNotifier(pool, nil)
-	nctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); n.Run(nctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	pool, listener, n := startNotifier(t, 0)
 	// Warm up: the notifier opens its connection at the first kick.
 	n.Kick()
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = listener.WaitForNotification(wctx)
+	_, err := listener.WaitForNotification(wctx)
 	cancel()
 	require.NoError(t, err)
 
@@ -62,19 +51,7 @@ func TestNotifierDoesNotQueueBehindTheBusyPool(t *testing.T) {
 func TestNotifierCoalescesKicksOfAnInterval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testdb.NewPool(t)
-	listener, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = listener.Close(context.Background()) })
-	_, err = listener.Exec(ctx, "LISTEN outbox")
-	require.NoError(t, err)
-
-	n := outbox.NewNotifier(pool, nil)
-	n.Interval = 200 * time.Millisecond
-	nctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); n.Run(nctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	_, listener, n := startNotifier(t, 200*time.Millisecond)
 
 	start := time.Now()
 	for range 100 { // 100 kicks over ~300 ms
@@ -94,4 +71,26 @@ func TestNotifierCoalescesKicksOfAnInterval(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, got, 2, "the kicks after the first notification are announced too")
 	require.LessOrEqual(t, got, int(elapsed/(200*time.Millisecond))+2, "100 kicks in %s", elapsed)
+}
+
+// startNotifier runs a Notifier (interval 0: the default) on a test pool,
+// with a connection listening to its channel.
+func startNotifier(t *testing.T, interval time.Duration) (*pgxpool.Pool, *pgx.Conn, *outbox.Notifier) {
+	t.Helper()
+	ctx := context.Background()
+	pool := testdb.NewPool(t)
+	listener, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = listener.Close(context.Background()) })
+	_, err = listener.Exec(ctx, "LISTEN outbox")
+	require.NoError(t, err)
+	n := outbox.NewNotifier(pool, nil)
+	if interval > 0 {
+		n.Interval = interval
+	}
+	nctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(nctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return pool, listener, n
 }
