@@ -69,6 +69,9 @@ type Bleve struct {
 	noView bool
 	// separateCounts counts facets in a pass of their own (tests compare).
 	separateCounts bool
+	// facts are the sort keys and facet values of each segment's
+	// documents, for RELEVANCE searches (segfacts.go).
+	facts factsCache
 	// keySort answers RELEVANCE with Bleve's sort on every match's key
 	// instead of byRelevance (tests compare).
 	keySort bool
@@ -587,11 +590,11 @@ func (b *Bleve) searchIndex(ctx context.Context, q Query) (Result, error) {
 			cursor, _ = decodeCursor(q.After, q.Sort, len(order))
 		}
 		cached, fresh := b.cachedStats(q)
-		count := q.Facets && !fresh && !b.separateCounts
-		var facets bsearch.FacetResults
-		if hits, out.Total, facets, err = b.byRelevance(ctx, b.matchDates(text, filters, q.From, q.To), q.First+1, cursor, count); err != nil {
+		rp, err := b.byRelevance(ctx, b.matchDates(text, filters, q.From, q.To), q.First+1, cursor, q.Facets && !fresh && !b.separateCounts)
+		if err != nil {
 			return Result{}, err
 		}
+		hits, out.Total = rp.hits, rp.total
 		switch {
 		case !q.Facets:
 		case b.separateCounts:
@@ -603,7 +606,7 @@ func (b *Bleve) searchIndex(ctx context.Context, q Query) (Result, error) {
 		case fresh:
 			out.Categories, out.Cities = cached.categories, cached.cities
 		default:
-			out.Categories, out.Cities = bleveFacet(facets["categories"]), bleveFacet(facets["cities"])
+			out.Categories, out.Cities = rp.cats, rp.cities
 			b.putStats(q, searchStats{total: out.Total, categories: out.Categories, cities: out.Cities})
 		}
 	} else {

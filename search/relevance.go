@@ -1,9 +1,9 @@
 package search
 
 import (
-	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -13,21 +13,31 @@ import (
 	index "github.com/blevesearch/bleve_index_api"
 )
 
-// scored is one match of a RELEVANCE search, as the collector saw it.
+// scored is one match of a RELEVANCE search.
 type scored struct {
 	score float64
-	id    index.IndexInternalID
-	key   string // the `sort` doc value, read only for the candidates
+	num   uint64 // global document number in the snapshot
+	key   string
+}
+
+// relevancePage is a page of a RELEVANCE search with the total and facets.
+type relevancePage struct {
+	hits          []*bsearch.DocumentMatch
+	total         int
+	cats, cities  []FacetCount
+	facetsCounted bool
 }
 
 // byRelevance returns the first n matches of qq in (score desc, sort key)
-// order after the cursor (score, key), with the total count, and Bleve's
-// facets when facets is set. It is the order Bleve's collector gives with
-// SortOrder{score desc, sort}, without reading the `sort` doc value of
-// every match: the collector sorts by score alone (no doc value read per
-// hit), every match's score is kept, and the key is read only for the
-// matches that can still be on the page (a score at least the n-th best).
-func (b *Bleve) byRelevance(ctx context.Context, qq query.Query, n int, after []any, facets bool) ([]*bsearch.DocumentMatch, int, bsearch.FacetResults, error) {
+// order after the cursor (score, key), the total and, when facets is set,
+// the facets of every match: the answer of Bleve's collector with
+// SortOrder{score desc, sort} and terms facets, without its doc value
+// reads per match. The collector sorts by score alone (its fast path) and
+// hands every match to a handler that keeps its score and document
+// number; at the end, still on the same snapshot, keys and facet values
+// come from the segments' facts (segfacts.go), and keys are compared only
+// for the matches whose score can still be on the page.
+func (b *Bleve) byRelevance(ctx context.Context, qq query.Query, n int, after []any, facets bool) (relevancePage, error) {
 	var afterScore float64
 	var afterKey string
 	if after != nil {
@@ -35,90 +45,68 @@ func (b *Bleve) byRelevance(ctx context.Context, qq query.Query, n int, after []
 		afterScore, ok1 = after[0].(float64)
 		afterKey, ok2 = after[1].(string)
 		if !ok1 || !ok2 {
-			return nil, 0, nil, ErrBadCursor
+			return relevancePage{}, ErrBadCursor
 		}
 	}
 	req := bleve.NewSearchRequestOptions(qq, n, 0, false)
 	req.Sort = bsearch.SortOrder{&bsearch.SortScore{Desc: true}}
-	if facets {
-		addFacets(req)
-	}
-	var page []*bsearch.DocumentMatch
-	var pageErr error
+	var out relevancePage
+	var endErr error
 	handler := func(sctx *bsearch.SearchContext) (bsearch.DocumentMatchHandler, bool, error) {
 		var hits []scored
-		var ids []byte // the hits' internal ids, back to back
 		return func(d *bsearch.DocumentMatch) error {
 			if d != nil {
-				// strictly after the cursor; equal scores are decided by key below
-				if after == nil || d.Score <= afterScore {
-					start := len(ids)
-					ids = append(ids, d.IndexInternalID...)
-					hits = append(hits, scored{score: d.Score, id: ids[start:len(ids):len(ids)]})
+				num, ok := docNum(d.IndexInternalID)
+				if !ok {
+					return errNoFacts
 				}
+				hits = append(hits, scored{score: d.Score, num: num})
 				sctx.DocumentMatchPool.Put(d)
 				return nil
 			}
-			page, pageErr = b.relevancePage(sctx.IndexReader, hits, n, after != nil, afterScore, afterKey)
+			sf, err := b.facts.forReader(sctx.IndexReader)
+			if err != nil {
+				endErr = err
+				return nil
+			}
+			if facets {
+				nums := make([]uint64, len(hits))
+				for i, h := range hits {
+					nums[i] = h.num
+				}
+				out.cats, out.cities = sf.facets(nums)
+				out.facetsCounted = true
+			}
+			out.hits, endErr = pickRelevance(sctx.IndexReader, sf, hits, n, after != nil, afterScore, afterKey)
 			return nil
 		}, false, nil
 	}
 	ctx = context.WithValue(ctx, bsearch.MakeDocumentMatchHandlerKey, bsearch.MakeDocumentMatchHandler(handler))
 	res, err := b.idx.SearchInContext(ctx, req)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("search: bleve: %w", err)
+		return relevancePage{}, fmt.Errorf("search: bleve: %w", err)
 	}
-	if pageErr != nil {
-		return nil, 0, nil, fmt.Errorf("search: bleve: %w", pageErr)
+	if endErr != nil {
+		return relevancePage{}, fmt.Errorf("search: bleve: %w", endErr)
 	}
-	return page, int(res.Total), res.Facets, nil
+	out.total = int(res.Total)
+	return out, nil
 }
 
-// relevancePage picks the first n of hits in (score desc, key asc) order
-// after the cursor, reading the keys (and ids) of the candidates only.
-func (b *Bleve) relevancePage(r index.IndexReader, hits []scored, n int, hasAfter bool, afterScore float64, afterKey string) ([]*bsearch.DocumentMatch, error) {
+// pickRelevance picks the first n of hits in (score desc, key asc) order
+// after the cursor.
+func pickRelevance(r index.IndexReader, sf snapFacts, hits []scored, n int, hasAfter bool, afterScore float64, afterKey string) ([]*bsearch.DocumentMatch, error) {
+	key := func(num uint64) string {
+		f, i := sf.locate(num)
+		return f.key[i]
+	}
+	if hasAfter { // strictly after the cursor
+		hits = slices.DeleteFunc(hits, func(h scored) bool {
+			return h.score > afterScore || (h.score == afterScore && key(h.num) <= afterKey)
+		})
+	}
 	if n <= 0 || len(hits) == 0 {
 		return nil, nil
-	}
-	dvr, err := r.DocValueReader([]string{"sort"})
-	if err != nil {
-		return nil, err
-	}
-	// readKeys reads the keys of hs, in index order
-	readKeys := func(hs []scored) error {
-		slices.SortFunc(hs, func(a, b scored) int { return bytes.Compare(a.id, b.id) })
-		for i := range hs {
-			if err := dvr.VisitDocValues(hs[i].id, func(_ string, term []byte) { hs[i].key = string(term) }); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if hasAfter {
-		// the matches with the cursor's score come after it by key only
-		var ties []scored
-		rest := hits[:0:0]
-		for _, h := range hits {
-			if h.score == afterScore {
-				ties = append(ties, h)
-			} else {
-				rest = append(rest, h)
-			}
-		}
-		if len(ties) > 0 {
-			if err := readKeys(ties); err != nil {
-				return nil, err
-			}
-			for _, h := range ties {
-				if h.key > afterKey {
-					rest = append(rest, h)
-				}
-			}
-		}
-		hits = rest
-		if len(hits) == 0 {
-			return nil, nil
-		}
 	}
 	// the n-th best score: nothing below it can be on the page
 	threshold := hits[0].score
@@ -141,21 +129,13 @@ func (b *Bleve) relevancePage(r index.IndexReader, hits []scored, n int, hasAfte
 			threshold = min(threshold, h.score)
 		}
 	}
-	var cand, unread []scored
+	var cand []scored
 	for _, h := range hits {
-		if h.score < threshold {
-			continue
-		}
-		if h.key == "" {
-			unread = append(unread, h)
-		} else {
+		if h.score >= threshold {
+			h.key = key(h.num)
 			cand = append(cand, h)
 		}
 	}
-	if err := readKeys(unread); err != nil {
-		return nil, err
-	}
-	cand = append(cand, unread...)
 	slices.SortFunc(cand, func(a, b scored) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
@@ -165,11 +145,11 @@ func (b *Bleve) relevancePage(r index.IndexReader, hits []scored, n int, hasAfte
 	cand = cand[:min(n, len(cand))]
 	out := make([]*bsearch.DocumentMatch, len(cand))
 	for i, h := range cand {
-		id, err := r.ExternalID(h.id)
+		id, err := r.ExternalID(binary.BigEndian.AppendUint64(nil, h.num))
 		if err != nil {
 			return nil, err
 		}
-		out[i] = &bsearch.DocumentMatch{ID: id, Score: h.score, Sort: []string{"_score", h.key}, DecodedSort: []string{"_score", h.key}}
+		out[i] = &bsearch.DocumentMatch{ID: id, Score: h.score, DecodedSort: []string{"_score", h.key}}
 	}
 	return out, nil
 }

@@ -24,6 +24,29 @@ func TestRelevanceAsKeySort(t *testing.T) {
 	require.NoError(t, err)
 	b.StatsTTL = -1
 	now := time.Now().UTC()
+	requireRelevanceAsKeySort(t, b, now)
+
+	// more segments, and deleted documents in the first: edits (new
+	// names, cities, categories) and deletes through the engine
+	r, err := b.Search(ctx, search.Query{Text: "festival", Sort: search.SortRelevance, From: now, First: 80})
+	require.NoError(t, err)
+	require.Len(t, r.Hits, 80)
+	var docs []search.Document
+	for i, h := range r.Hits[:60] {
+		docs = append(docs, search.Document{ID: h.ID, Name: fmt.Sprintf("Festival Editado %d", i%4), Version: 1000,
+			Category: []string{"family", "music", "sports"}[i%3], City: []string{"Sevilla", "Málaga"}[i%2],
+			Lat: 37.39, Lon: -5.99, StartsAt: now.Add(time.Duration(i+1) * 7 * time.Hour)})
+	}
+	for _, d := range docs {
+		require.NoError(t, b.Index(ctx, []search.Document{d})) // a segment each
+	}
+	require.NoError(t, b.Delete(ctx, []string{r.Hits[60].ID, r.Hits[61].ID}))
+	requireRelevanceAsKeySort(t, b, now)
+}
+
+func requireRelevanceAsKeySort(t *testing.T, b *search.Bleve, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	for i, q := range []search.Query{
 		{Text: "festival"},
 		{Text: "festival", Facets: true},
