@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -94,11 +95,15 @@ func (s *Service) AvailabilityByEventIDs(ctx context.Context, eventIDs []string)
 	return out, nil
 }
 
-// byID loads rows by id; while Postgres cannot be reached it answers from
-// the last good rows (lastGood) when it has every id.
+// byID loads rows by id (those of an immutable kind already in memory are
+// not loaded again: immutable.go); while Postgres cannot be reached it
+// answers from the last good rows (lastGood) when it has every id.
 func byID[T any](ctx context.Context, s *Service, kind string, ids []string, load func(context.Context, []string) ([]T, error), key func(T) string) (map[string]T, error) {
 	ids = validUUIDs(ids)
-	out := make(map[string]T, len(ids))
+	out, ids := cachedRows[T](s, kind, ids, nil)
+	if out == nil {
+		out = make(map[string]T, len(ids))
+	}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -106,7 +111,8 @@ func byID[T any](ctx context.Context, s *Service, kind string, ids []string, loa
 	if err != nil {
 		if fallback(err) {
 			if m, ok := staleMap[T](&s.stale, kind, ids); ok {
-				return m, nil
+				maps.Copy(out, m)
+				return out, nil
 			}
 		}
 		return nil, err
@@ -122,7 +128,10 @@ func byID[T any](ctx context.Context, s *Service, kind string, ids []string, loa
 // last good answer of every id.
 func byParent[R, T any](ctx context.Context, s *Service, kind string, ids []string, load func(context.Context, []string) ([]R, error), split func(R) (string, T)) (map[string][]T, error) {
 	ids = validUUIDs(ids)
-	out := make(map[string][]T, len(ids))
+	out, ids := cachedRows(s, kind, ids, nonEmpty[T])
+	if out == nil {
+		out = make(map[string][]T, len(ids))
+	}
 	for _, id := range ids {
 		out[id] = []T{}
 	}
@@ -133,7 +142,8 @@ func byParent[R, T any](ctx context.Context, s *Service, kind string, ids []stri
 	if err != nil {
 		if fallback(err) {
 			if m, ok := staleMap[[]T](&s.stale, kind, ids); ok {
-				return m, nil
+				maps.Copy(out, m)
+				return out, nil
 			}
 		}
 		return nil, err

@@ -22,7 +22,7 @@ const staleMaxEntries = 100_000
 
 // lastGood keeps the last good answer of every catalog key (kind + id).
 type lastGood struct {
-	mu  sync.Mutex
+	mu  sync.RWMutex
 	m   map[string]staleEntry
 	now func() time.Time
 }
@@ -42,13 +42,22 @@ func (c *lastGood) put(kind, id string, v any) {
 }
 
 func (c *lastGood) get(kind, id string) (any, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	e, ok := c.m[kind+"|"+id]
 	if !ok || c.now().Sub(e.at) > store.StaleFor {
 		return nil, false
 	}
 	return e.v, true
+}
+
+// peek is the last good answer of a key whatever its age (for the kinds
+// that never change: immutable.go).
+func (c *lastGood) peek(kind, id string) (any, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.m[kind+"|"+id]
+	return e.v, ok
 }
 
 // fallback reports whether err lets the cache answer: Postgres (primary and

@@ -23,36 +23,60 @@ import (
 // A by-id loader answers apperr.ErrNotFound (wrapped) for an unknown id; the
 // by-parent loaders answer an empty list.
 type Loaders struct {
-	VenueByID           *dataloadgen.Loader[string, catalog.Venue]
-	EventByID           *dataloadgen.Loader[string, catalog.Event]
-	ArtistByID          *dataloadgen.Loader[string, catalog.Artist]
-	SectionByID         *dataloadgen.Loader[string, catalog.Section]
-	SeatByID            *dataloadgen.Loader[string, catalog.Seat]
-	SectionsByVenueID   *dataloadgen.Loader[string, []catalog.Section]
-	SeatsBySectionID    *dataloadgen.Loader[string, []catalog.Seat]
-	ArtistsByEventID    *dataloadgen.Loader[string, []catalog.Artist]
-	PricesByEventID     *dataloadgen.Loader[string, []catalog.Price]
-	AvailabilityByEvent *dataloadgen.Loader[string, catalog.Availability]
+	VenueByID           *Loader[string, catalog.Venue]
+	EventByID           *Loader[string, catalog.Event]
+	ArtistByID          *Loader[string, catalog.Artist]
+	SectionByID         *Loader[string, catalog.Section]
+	SeatByID            *Loader[string, catalog.Seat]
+	SectionsByVenueID   *Loader[string, []catalog.Section]
+	SeatsBySectionID    *Loader[string, []catalog.Seat]
+	ArtistsByEventID    *Loader[string, []catalog.Artist]
+	PricesByEventID     *Loader[string, []catalog.Price]
+	AvailabilityByEvent *Loader[string, catalog.Availability]
 }
 
-// loaderWait is how long a loader collects keys before it queries.
-const loaderWait = 5 * time.Millisecond
+// Loader is a dataloader that first asks the catalog's memory (cached: the
+// rows that never change, catalog/immutable.go): a key found there is
+// answered at once, without waiting loaderWait for a batch.
+type Loader[K comparable, V any] struct {
+	*dataloadgen.Loader[K, V]
+	cached func(K) (V, bool)
+}
+
+// Load answers key from the catalog's memory, else through the batch.
+func (l *Loader[K, V]) Load(ctx context.Context, key K) (V, error) {
+	if l.cached != nil {
+		if v, ok := l.cached(key); ok {
+			return v, nil
+		}
+	}
+	return l.Loader.Load(ctx, key)
+}
+
+func newLoader[V any](fetch func(context.Context, []string) (map[string]V, error), cached func(string) (V, bool), o []dataloadgen.Option) *Loader[string, V] {
+	return &Loader[string, V]{Loader: dataloadgen.NewMappedLoader(fetch, o...), cached: cached}
+}
+
+// loaderWait is how long a loader collects keys before it queries: the
+// sibling fields that ask for keys together (a page of events' venues) do
+// so within microseconds, and every level of a response waits it once.
+const loaderWait = time.Millisecond
 
 // NewLoaders returns fresh loaders over the catalog; opts (e.g. a longer
 // dataloadgen.WithWait in tests) apply after the defaults.
 func NewLoaders(cat *catalog.Service, opts ...dataloadgen.Option) *Loaders {
 	o := append([]dataloadgen.Option{dataloadgen.WithWait(loaderWait)}, opts...)
 	return &Loaders{
-		VenueByID:           dataloadgen.NewMappedLoader(notFound("venue", cat.VenuesByIDs), o...),
-		EventByID:           dataloadgen.NewMappedLoader(notFound("event", cat.EventsByIDs), o...),
-		ArtistByID:          dataloadgen.NewMappedLoader(notFound("artist", cat.ArtistsByIDs), o...),
-		SectionByID:         dataloadgen.NewMappedLoader(notFound("section", cat.SectionsByIDs), o...),
-		SeatByID:            dataloadgen.NewMappedLoader(notFound("seat", cat.SeatsByIDs), o...),
-		SectionsByVenueID:   dataloadgen.NewMappedLoader(cat.SectionsByVenueIDs, o...),
-		SeatsBySectionID:    dataloadgen.NewMappedLoader(cat.SeatsBySectionIDs, o...),
-		ArtistsByEventID:    dataloadgen.NewMappedLoader(cat.ArtistsByEventIDs, o...),
-		PricesByEventID:     dataloadgen.NewMappedLoader(cat.PricesByEventIDs, o...),
-		AvailabilityByEvent: dataloadgen.NewMappedLoader(cat.AvailabilityByEventIDs, o...),
+		VenueByID:           newLoader(notFound("venue", cat.VenuesByIDs), cat.CachedVenue, o),
+		EventByID:           newLoader(notFound("event", cat.EventsByIDs), nil, o),
+		ArtistByID:          newLoader(notFound("artist", cat.ArtistsByIDs), cat.CachedArtist, o),
+		SectionByID:         newLoader(notFound("section", cat.SectionsByIDs), cat.CachedSection, o),
+		SeatByID:            newLoader(notFound("seat", cat.SeatsByIDs), cat.CachedSeat, o),
+		SectionsByVenueID:   newLoader(cat.SectionsByVenueIDs, cat.CachedSectionsOfVenue, o),
+		SeatsBySectionID:    newLoader(cat.SeatsBySectionIDs, cat.CachedSeatsOfSection, o),
+		ArtistsByEventID:    newLoader(cat.ArtistsByEventIDs, cat.CachedArtistsOfEvent, o),
+		PricesByEventID:     newLoader(cat.PricesByEventIDs, cat.CachedPricesOfEvent, o),
+		AvailabilityByEvent: newLoader(cat.AvailabilityByEventIDs, nil, o),
 	}
 }
 

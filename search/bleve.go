@@ -69,6 +69,12 @@ type Bleve struct {
 	noView bool
 	// separateCounts counts facets in a pass of their own (tests compare).
 	separateCounts bool
+	// facts are the sort keys and facet values of each segment's
+	// documents, for RELEVANCE searches (segfacts.go).
+	facts factsCache
+	// keySort answers RELEVANCE with Bleve's sort on every match's key
+	// instead of byRelevance (tests compare).
+	keySort bool
 }
 
 // searchStats are the counts of a whole result set.
@@ -578,6 +584,31 @@ func (b *Bleve) searchIndex(ctx context.Context, q Query) (Result, error) {
 			return Result{}, err
 		}
 		out.Total, out.Categories, out.Cities = st.total, st.categories, st.cities
+	} else if q.Sort == SortRelevance && q.Near == nil && !b.keySort {
+		var cursor []any
+		if q.After != "" {
+			cursor, _ = decodeCursor(q.After, q.Sort, len(order))
+		}
+		cached, fresh := b.cachedStats(q)
+		rp, err := b.byRelevance(ctx, b.matchDates(text, filters, q.From, q.To), q.First+1, cursor, q.Facets && !fresh && !b.separateCounts)
+		if err != nil {
+			return Result{}, err
+		}
+		hits, out.Total = rp.hits, rp.total
+		switch {
+		case !q.Facets:
+		case b.separateCounts:
+			st, err := b.counts(ctx, q, text, filters)
+			if err != nil {
+				return Result{}, err
+			}
+			out.Categories, out.Cities = st.categories, st.cities
+		case fresh:
+			out.Categories, out.Cities = cached.categories, cached.cities
+		default:
+			out.Categories, out.Cities = rp.cats, rp.cities
+			b.putStats(q, searchStats{total: out.Total, categories: out.Categories, cities: out.Cities})
+		}
 	} else {
 		req := bleve.NewSearchRequestOptions(b.matchDates(text, filters, q.From, q.To), q.First+1, 0, false)
 		req.Sort = order

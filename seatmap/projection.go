@@ -40,9 +40,14 @@ import (
 // after it was created) is repaired within it.
 const reloadEvery = time.Minute
 
-// maxProjections is how many events' projections an instance keeps (the
-// least recently used one goes first).
-const maxProjections = 256
+// maxProjections is how many events' projections an instance keeps, and
+// maxProjectionEntries how many seats and GA sections they hold together
+// (256 maps of 10,000 seats); past either, the least recently used one goes
+// first. A small map costs little: an instance keeps thousands of them.
+const (
+	maxProjections       = 4096
+	maxProjectionEntries = 256 * 10_000
+)
 
 // maxReplay is the most stream entries a projection applies in one
 // refresh; further behind, a load from Postgres is cheaper.
@@ -61,6 +66,8 @@ type projection struct {
 	// checked is when the projection was last brought up to date (unix ns);
 	// used is when it was last read, for eviction.
 	checked, used atomic.Int64
+	// entries is the seats and GA sections of its last load (Service.projM).
+	entries int
 }
 
 // version is one immutable state of a projection.
@@ -121,18 +128,41 @@ func (s *Service) projection(eventID string) *projection {
 	p := s.projs[eventID]
 	if p == nil {
 		if len(s.projs) >= maxProjections {
-			var oldest string
-			for k, q := range s.projs {
-				if oldest == "" || q.used.Load() < s.projs[oldest].used.Load() {
-					oldest = k
-				}
-			}
-			delete(s.projs, oldest)
+			s.evictOldest(nil)
 		}
 		p = &projection{}
 		s.projs[eventID] = p
 	}
 	return p
+}
+
+// evictOldest drops the least recently used projection but keep (projM held).
+func (s *Service) evictOldest(keep *projection) {
+	var oldest string
+	for k, q := range s.projs {
+		if q != keep && (oldest == "" || q.used.Load() < s.projs[oldest].used.Load()) {
+			oldest = k
+		}
+	}
+	if oldest != "" {
+		s.projEntries -= s.projs[oldest].entries
+		delete(s.projs, oldest)
+	}
+}
+
+// loaded records the size of p's new load and drops the least recently
+// used projections while they hold more than maxProjectionEntries.
+func (s *Service) loaded(eventID string, p *projection, entries int) {
+	s.projM.Lock()
+	defer s.projM.Unlock()
+	if s.projs[eventID] != p {
+		return // evicted meanwhile
+	}
+	s.projEntries += entries - p.entries
+	p.entries = entries
+	for s.projEntries > maxProjectionEntries && len(s.projs) > 1 {
+		s.evictOldest(p)
+	}
 }
 
 // refresh brings p up to date: from the stream when it can, else from
@@ -177,6 +207,7 @@ func (s *Service) refresh(ctx context.Context, eventID string, p *projection) (*
 		p.gaIdx[x.SectionID] = i
 	}
 	p.loaded = time.Now()
+	s.loaded(eventID, p, len(snap.Seats)+len(snap.GeneralAdmission))
 	v = newVersion(snap)
 	p.cur.Store(v)
 	p.checked.Store(p.loaded.UnixNano())
@@ -292,11 +323,7 @@ func (s *Service) load(ctx context.Context, eventID string) (*Snapshot, error) {
 		ga    []store.SeatMapGA
 	}
 	r, err := store.ReadLive(s.reads(), func(st *store.Store) (rows, error) {
-		seats, err := st.SeatMapSeats(ctx, eventID)
-		if err != nil {
-			return rows{}, err
-		}
-		ga, err := st.SeatMapGA(ctx, eventID, nil)
+		seats, ga, err := st.SeatMap(ctx, eventID)
 		return rows{seats, ga}, err
 	})
 	if err != nil {

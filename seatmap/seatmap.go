@@ -137,7 +137,9 @@ type Service struct {
 	sf    singleflight.Group
 	projM sync.Mutex
 	projs map[string]*projection
-	lag   relayLag
+	// projEntries is the seats and GA sections the projections hold.
+	projEntries int
+	lag         relayLag
 }
 
 // New returns a Service. Close it to release its pub/sub connection.

@@ -71,3 +71,25 @@ func (s *Store) SeatMapEventExists(ctx context.Context, eventID string) (bool, e
 	err := s.db.QueryRow(ctx, sqlSeatMapEventExists, eventID).Scan(&ok)
 	return ok, wrap("seat map event", err)
 }
+
+// SeatMap returns SeatMapSeats and SeatMapGA (every GA section) of an
+// event in one round trip.
+func (s *Store) SeatMap(ctx context.Context, eventID string) ([]SeatMapSeat, []SeatMapGA, error) {
+	b := &pgx.Batch{}
+	var seats []SeatMapSeat
+	var ga []SeatMapGA
+	b.Queue(sqlSeatMapSeats, eventID).Query(func(rows pgx.Rows) error {
+		var err error
+		seats, err = pgx.CollectRows(rows, pgx.RowToStructByName[SeatMapSeat])
+		return err
+	})
+	b.Queue(sqlSeatMapGA, eventID, []string(nil)).Query(func(rows pgx.Rows) error {
+		var err error
+		ga, err = pgx.CollectRows(rows, pgx.RowToStructByName[SeatMapGA])
+		return err
+	})
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, wrap("seat map", err)
+	}
+	return seats, ga, nil
+}

@@ -52,3 +52,22 @@ func TestSeatMapGAVersionGrowsWithEveryCommit(t *testing.T) {
 	require.NoError(t, a.Commit(ctx))
 	require.Greater(t, version(), v1, "the later commit must carry a newer version")
 }
+
+// SeatMap is SeatMapSeats and SeatMapGA in one round trip.
+func TestSeatMapIsSeatsAndGA(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.NewPool(t)
+	st := store.New(pool)
+	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
+	seats, ga, err := st.SeatMap(ctx, ev.ID)
+	require.NoError(t, err)
+	wantSeats, err := st.SeatMapSeats(ctx, ev.ID)
+	require.NoError(t, err)
+	wantGA, err := st.SeatMapGA(ctx, ev.ID, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, seats)
+	require.NotEmpty(t, ga)
+	require.Equal(t, wantSeats, seats)
+	require.Equal(t, wantGA, ga)
+}

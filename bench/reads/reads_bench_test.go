@@ -65,7 +65,8 @@ func TestReadsBenchmark(t *testing.T) {
 	pair := testdb.PrivateReplicated(t)
 	primary, replica := pair.NewDatabase(t)
 	a := apptest.New(t, map[string]string{"DATABASE_URL": primary, "DATABASE_READ_URL": replica,
-		"SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t)})
+		"SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t),
+		"ABUSE_LIMITS":         "off"}) // every client is one address: the fair-use limit would refuse them
 	base := apptest.Serve(t, a).URL
 	cat, err := searchtest.Generate(t.Context(), store.New(a.Pool), n, max(20, n/50), max(50, n/20), 7, time.Now())
 	require.NoError(t, err)
