@@ -125,7 +125,10 @@ type Service struct {
 	// listeners: one sharded subscription per event with streams here.
 	listenMu  sync.Mutex
 	listeners map[string]*eventListener
-	// rooms: the position reads in flight, per event (see room).
+	// reads: the position reads in flight, per event (see readGroup);
+	// rooms: the events' streams here (see room).
+	readMu sync.Mutex
+	reads  map[string]*readGroup
 	roomMu sync.Mutex
 	rooms  map[string]*room
 	bg     context.Context
@@ -184,6 +187,7 @@ func New(d Deps, cfg Config) (*Service, error) {
 		watch:     map[string]chan struct{}{},
 		joinWatch: map[string]*joinWatch{},
 		listeners: map[string]*eventListener{},
+		reads:     map[string]*readGroup{},
 		rooms:     map[string]*room{},
 		pressure:  d.Pressure,
 		rates:     map[string]rateState{},
@@ -349,87 +353,6 @@ func (s *Service) Ticket(ctx context.Context, eventID, userID string) (*Ticket, 
 		return nil, unavailable("ticket", err)
 	}
 	return s.ticket(ev, userID, p, now), nil
-}
-
-// room coalesces the position reads of one event on this instance: the
-// streams one admission wakes, and concurrent queueTicket polls, read
-// their places in one script run per redisstore.StatesChunk users, not in
-// one call each. A read that finds no run in flight starts one at once; the
-// reads that arrive meanwhile go in the next run (a group commit), so a
-// lone read waits for nothing.
-type room struct {
-	pending []*placeRead
-	busy    bool
-}
-
-type placeRead struct {
-	user string
-	p    redisstore.Place
-	now  time.Time
-	err  error
-	done chan struct{}
-}
-
-// place reads the user's place through the event's room, and the time it
-// was read at.
-func (s *Service) place(ctx context.Context, eventID, userID string) (redisstore.Place, time.Time, error) {
-	rd := &placeRead{user: userID, done: make(chan struct{})}
-	s.roomMu.Lock()
-	r := s.rooms[eventID]
-	if r == nil {
-		r = &room{}
-		s.rooms[eventID] = r
-	}
-	r.pending = append(r.pending, rd)
-	start := !r.busy
-	r.busy = true
-	s.roomMu.Unlock()
-	if start {
-		go s.readRoom(eventID, r)
-	}
-	wait, cancel := s.turn(ctx)
-	defer cancel()
-	select {
-	case <-rd.done:
-		return rd.p, rd.now, rd.err
-	case <-wait.Done():
-		return redisstore.Place{}, time.Time{}, wait.Err()
-	}
-}
-
-// readRoom runs the room's reads until none is pending. Each run is
-// detached from the callers (one leaving does not fail the others) and
-// bounded by Config.WaitTimeout.
-func (s *Service) readRoom(eventID string, r *room) {
-	for {
-		s.roomMu.Lock()
-		batch := r.pending
-		r.pending = nil
-		if len(batch) == 0 {
-			r.busy = false
-			delete(s.rooms, eventID)
-			s.roomMu.Unlock()
-			return
-		}
-		s.roomMu.Unlock()
-		users := make([]string, len(batch))
-		for i, rd := range batch {
-			users[i] = rd.user
-		}
-		now := s.now()
-		ctx, cancel := s.turn(s.bg)
-		places, err := s.store.States(ctx, eventID, users, now)
-		cancel()
-		for i, rd := range batch {
-			if err != nil {
-				rd.err = err
-			} else {
-				rd.p = places[i]
-			}
-			rd.now = now
-			close(rd.done)
-		}
-	}
 }
 
 func (s *Service) ticket(ev store.Event, userID string, p redisstore.Place, now time.Time) *Ticket {
@@ -605,8 +528,9 @@ func (s *Service) relay(ctx context.Context, eventID string) {
 	}
 }
 
-// updateGap is the least time between two reads of one subscriber, so a
-// busy queue does not turn every admission into a read per subscriber.
+// updateGap is the least time between two rounds of an event's room (see
+// room.go), so a busy queue does not turn every admission into a read per
+// subscriber.
 const updateGap = time.Second
 
 // positionGap is the least time between two frames of a stream whose only
@@ -640,8 +564,6 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 	if !ev.QueueRequired {
 		return nil, fmt.Errorf("queue updates: the event has no virtual queue: %w", apperr.ErrNotFound)
 	}
-	// Arm the wake-ups before each read, so no change is missed.
-	wake := s.waiter(eventID)
 	joined := s.joinWaiter(eventID, userID)
 	first, err := s.Ticket(ctx, eventID, userID)
 	if err != nil {
@@ -658,7 +580,7 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 		defer close(ch)
 		defer release()
 		if first == nil {
-			first, wake = s.awaitJoin(ctx, eventID, userID, joined)
+			first = s.awaitJoin(ctx, eventID, userID, joined)
 			if first == nil {
 				return
 			}
@@ -668,25 +590,17 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 				return
 			}
 		}
-		last, sent := *first, time.Now()
-		tick := time.NewTicker(s.cfg.Refresh)
-		defer tick.Stop()
-		var due <-chan time.Time // when a move held back by positionGap is sent
+		// The room reads the stream again in its next round (within
+		// updateGap): a change between the first read and now is not lost.
+		st := &stream{user: userID, out: make(chan *Ticket, 1), last: *first, sent: time.Now(), held: true}
+		s.enter(eventID, st)
+		defer s.leave(eventID, st)
 		for {
-			periodic := false
+			var t *Ticket
 			select {
 			case <-ctx.Done():
 				return
-			case <-wake:
-			case <-tick.C:
-				periodic = true
-			case <-due:
-			}
-			due = nil
-			wake = s.waiter(eventID)
-			t, err := s.Ticket(ctx, eventID, userID)
-			if err != nil {
-				continue
+			case t = <-st.out:
 			}
 			if t == nil { // left, released, lost, or ended with its event (EndEvent)
 				s.forget(eventID)
@@ -698,32 +612,19 @@ func (s *Service) Updates(ctx context.Context, eventID, userID string) (<-chan T
 				}
 				return
 			}
-			moved := t.Position != last.Position
-			if gap := s.positionGap(t) - time.Since(sent); moved && gap > 0 {
-				moved, due = false, time.After(gap)
-			}
-			if periodic || moved || t.Status != last.Status || t.Token != last.Token {
-				select {
-				case ch <- *t:
-					last, sent = *t, time.Now()
-				case <-ctx.Done():
-					return
-				}
-			}
 			select {
+			case ch <- *t:
 			case <-ctx.Done():
 				return
-			case <-time.After(updateGap):
 			}
 		}
 	}()
 	return ch, nil
 }
 
-// awaitJoin waits until the user is in the queue and returns the ticket and
-// the event wake-up armed before reading it; nil when ctx ends or no join
-// came within Config.JoinWait.
-func (s *Service) awaitJoin(ctx context.Context, eventID, userID string, joined chan struct{}) (*Ticket, <-chan struct{}) {
+// awaitJoin waits until the user is in the queue and returns the ticket;
+// nil when ctx ends or no join came within Config.JoinWait.
+func (s *Service) awaitJoin(ctx context.Context, eventID, userID string, joined chan struct{}) *Ticket {
 	defer func() { s.dropJoinWaiter(eventID, userID, joined) }()
 	give := time.NewTimer(s.cfg.JoinWait)
 	defer give.Stop()
@@ -732,17 +633,16 @@ func (s *Service) awaitJoin(ctx context.Context, eventID, userID string, joined 
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, nil
+			return nil
 		case <-give.C:
-			return nil, nil
+			return nil
 		case <-joined:
 			s.dropJoinWaiter(eventID, userID, joined)
 			joined = s.joinWaiter(eventID, userID)
 		case <-poll.C:
 		}
-		wake := s.waiter(eventID)
 		if t, err := s.Ticket(ctx, eventID, userID); err == nil && t != nil {
-			return t, wake
+			return t
 		}
 	}
 }
