@@ -124,7 +124,7 @@ type delivery struct {
 // time capped a sale's confirmations at ~15/s per paysim), and the product
 // must take them concurrently and out of order anyway. One payment's
 // notifications still go one after the other, in due order.
-const deliveryConcurrency = 64
+const deliveryConcurrency = 32
 
 // deliverDue claims due deliveries, as many as there are free delivery
 // slots, of payments this instance is not sending to already, and starts

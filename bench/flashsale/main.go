@@ -80,7 +80,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.APIs, "apis", c.APIs, "API instances (behind -lb)")
 	fs.StringVar(&c.LB, "lb", c.LB, "what is in front of the API instances: haproxy (Debian's, installed when missing) or round-robin (the generator alternates between the instances; the webhooks' front door is an in-process proxy)")
 	fs.IntVar(&c.Streams, "streams", c.Streams, "most buyers holding a subscription (queueUpdates, orderUpdates) at once; the others poll, the web app's fallback (each stream is a connection, and a file descriptor in this process, the proxy and the server)")
-	fs.IntVar(&c.Paysims, "paysims", c.Paysims, "paysim instances (they share the database; each delivers the notifications of up to 64 payments at once)")
+	fs.IntVar(&c.Paysims, "paysims", c.Paysims, "paysim instances (they share the database; each delivers the notifications of up to 32 payments at once)")
 	fs.BoolVar(&c.SplitWorkers, "split-workers", c.SplitWorkers, "API instances with --workers=false plus one separate worker instance")
 	fs.Float64Var(&c.SnapshotFrac, "snapshot-frac", c.SnapshotFrac, "share of buyers that also load the full Event.seatMap snapshot")
 	fs.DurationVar(&c.Ramp, "ramp", c.Ramp, "buyers arrive uniformly over this time")
