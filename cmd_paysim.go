@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,17 @@ func cmdPaysim(ctx context.Context, getenv func(string) string, log *slog.Logger
 	if err != nil {
 		return err
 	}
-	pool, err := pgxpool.New(ctx, cfg.PaysimDatabaseURL)
+	pcfg, err := pgxpool.ParseConfig(cfg.PaysimDatabaseURL)
+	if err != nil {
+		return fmt.Errorf("PAYSIM_DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(cfg.PaysimDatabaseURL, "pool_max_conns") {
+		// pgx's default (4 here: max(4, CPUs)) is less than the delivery
+		// worker's payments in flight, each recording its attempts: the
+		// API's payment creates waited seconds behind them in a sale.
+		pcfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("PAYSIM_DATABASE_URL: %w", err)
 	}
