@@ -595,19 +595,12 @@ func (b *Bleve) searchIndex(ctx context.Context, q Query) (Result, error) {
 			return Result{}, err
 		}
 		hits, out.Total = rp.hits, rp.total
-		switch {
-		case !q.Facets:
-		case b.separateCounts:
-			st, err := b.counts(ctx, q, text, filters)
-			if err != nil {
-				return Result{}, err
-			}
-			out.Categories, out.Cities = st.categories, st.cities
-		case fresh:
-			out.Categories, out.Cities = cached.categories, cached.cities
-		default:
-			out.Categories, out.Cities = rp.cats, rp.cities
-			b.putStats(q, searchStats{total: out.Total, categories: out.Categories, cities: out.Cities})
+		var hit *searchStats
+		if fresh {
+			hit = &cached
+		}
+		if err := b.pageFacets(ctx, q, text, filters, &out, hit, func() ([]FacetCount, []FacetCount) { return rp.cats, rp.cities }); err != nil {
+			return Result{}, err
 		}
 	} else {
 		req := bleve.NewSearchRequestOptions(b.matchDates(text, filters, q.From, q.To), q.First+1, 0, false)
@@ -634,19 +627,10 @@ func (b *Bleve) searchIndex(ctx context.Context, q Query) (Result, error) {
 			return Result{}, fmt.Errorf("search: bleve: %w", err)
 		}
 		hits, out.Total = res.Hits, int(res.Total)
-		switch {
-		case !q.Facets:
-		case b.separateCounts:
-			st, err := b.counts(ctx, q, text, filters)
-			if err != nil {
-				return Result{}, err
-			}
-			out.Categories, out.Cities = st.categories, st.cities
-		case cached != nil:
-			out.Categories, out.Cities = cached.categories, cached.cities
-		default:
-			out.Categories, out.Cities = bleveFacet(res.Facets["categories"]), bleveFacet(res.Facets["cities"])
-			b.putStats(q, searchStats{total: out.Total, categories: out.Categories, cities: out.Cities})
+		if err := b.pageFacets(ctx, q, text, filters, &out, cached, func() ([]FacetCount, []FacetCount) {
+			return bleveFacet(res.Facets["categories"]), bleveFacet(res.Facets["cities"])
+		}); err != nil {
+			return Result{}, err
 		}
 	}
 	if len(hits) > q.First {
@@ -726,6 +710,27 @@ func (b *Bleve) byDate(ctx context.Context, q Query, text query.Query, filters [
 		}
 		lo, span = end, span*8
 	}
+}
+
+// pageFacets sets out's facets when the query selects them: counted apart
+// (separateCounts), else from fresh cached counts (cached), else those
+// counted with the page (counted), which are then cached.
+func (b *Bleve) pageFacets(ctx context.Context, q Query, text query.Query, filters []query.Query, out *Result, cached *searchStats, counted func() ([]FacetCount, []FacetCount)) error {
+	switch {
+	case !q.Facets:
+	case b.separateCounts:
+		st, err := b.counts(ctx, q, text, filters)
+		if err != nil {
+			return err
+		}
+		out.Categories, out.Cities = st.categories, st.cities
+	case cached != nil:
+		out.Categories, out.Cities = cached.categories, cached.cities
+	default:
+		out.Categories, out.Cities = counted()
+		b.putStats(q, searchStats{total: out.Total, categories: out.Categories, cities: out.Cities})
+	}
+	return nil
 }
 
 // counts are the total and (if asked) facet counts of q's whole result set,

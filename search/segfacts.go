@@ -3,9 +3,7 @@ package search
 import (
 	"encoding/binary"
 	"errors"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -160,18 +158,4 @@ func (s snapFacts) facets(nums []uint64) (cats, cities []FacetCount) {
 	return s.top(cc), s.top(ct)
 }
 
-func (s snapFacts) top(counts []int) []FacetCount {
-	out := []FacetCount{}
-	for id, n := range counts {
-		if n > 0 {
-			out = append(out, FacetCount{Value: s.names[id], Count: n})
-		}
-	}
-	slices.SortFunc(out, func(a, b FacetCount) int {
-		if a.Count != b.Count {
-			return b.Count - a.Count
-		}
-		return strings.Compare(a.Value, b.Value)
-	})
-	return out[:min(len(out), 50)]
-}
+func (s snapFacts) top(counts []int) []FacetCount { return topFacets(s.names, counts) }

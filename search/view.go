@@ -427,12 +427,17 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 	return out, nil
 }
 
-// facet is Bleve's terms facet of counts: the 50 largest, by count then value.
-func (v *view) facet(counts []int) []FacetCount {
+// facet is Bleve's terms facet of counts (topFacets).
+func (v *view) facet(counts []int) []FacetCount { return topFacets(v.names, counts) }
+
+// topFacets is Bleve's terms facet of counts by value id (names): the 50
+// largest, by count then value. The in-memory view and the relevance
+// pages' segment arrays both count this way.
+func topFacets(names []string, counts []int) []FacetCount {
 	out := []FacetCount{}
 	for id, n := range counts {
 		if n > 0 {
-			out = append(out, FacetCount{Value: v.names[id], Count: n})
+			out = append(out, FacetCount{Value: names[id], Count: n})
 		}
 	}
 	slices.SortFunc(out, func(a, b FacetCount) int {
