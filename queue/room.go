@@ -88,14 +88,12 @@ func (s *Service) runRoom(ctx context.Context, eventID string, r *room) {
 	tick := time.NewTicker(updateGap)
 	defer tick.Stop()
 	var last time.Time
+	wake := s.waiter(eventID)
 	for {
-		wake := s.waiter(eventID) // armed before the round's read
-		moved := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
-			moved = true
 		case <-tick.C:
 		}
 		if d := updateGap - time.Since(last); d > 0 {
@@ -105,6 +103,16 @@ func (s *Service) runRoom(ctx context.Context, eventID string, r *room) {
 			case <-time.After(d):
 			}
 		}
+		// The queue moved if the wake-up came, before or during the pause;
+		// the next one is armed before the round's read, so a move during
+		// the read wakes the next round.
+		moved := false
+		select {
+		case <-wake:
+			moved = true
+		default:
+		}
+		wake = s.waiter(eventID)
 		last = time.Now()
 		s.round(ctx, eventID, r, moved)
 	}
