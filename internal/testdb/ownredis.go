@@ -45,6 +45,7 @@ func startRedis(t testing.TB, port int, extra ...string) *OwnRedis {
 	}
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no"}, extra...)
+	keepInheritedFiles()
 	cmd := exec.Command("redis-server", args...)
 	require.NoError(t, cmd.Start())
 	r := &OwnRedis{Port: port, cmd: cmd}

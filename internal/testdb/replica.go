@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,6 +94,7 @@ func (r *Replicated) CaughtUp(t testing.TB) {
 
 func (r *Replicated) pgctl(t testing.TB, args ...string) {
 	t.Helper()
+	keepInheritedFiles()
 	cmd := exec.Command(filepath.Join(r.bin, "pg_ctl"), append([]string{"-D", r.pgdata}, args...)...)
 	if os.Geteuid() == 0 { // Postgres refuses to run as root
 		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", cmd.Path}, cmd.Args[1:]...)...)
@@ -126,3 +129,14 @@ func (r *Replicated) running() bool {
 	_ = c.Close(ctx)
 	return true
 }
+
+// keepInheritedFiles marks the descriptors this process inherited (beyond
+// stdin, stdout and stderr) close-on-exec, so a server it starts does not
+// keep them: a benchmark run under `flock FILE go test ...` would otherwise
+// leave the lock held by the Postgres it restarted, long after it ended.
+// Go opens its own files close-on-exec already.
+var keepInheritedFiles = sync.OnceFunc(func() {
+	for fd := 3; fd < 256; fd++ {
+		syscall.CloseOnExec(fd)
+	}
+})
