@@ -50,7 +50,8 @@ type Config struct {
 	// WaitTimeout is the longest a join or position read waits its turn
 	// while Redis is answering (a burst of joins queues, it is not refused).
 	WaitTimeout time.Duration
-	// Refresh is the period of queueUpdates refreshes without a change.
+	// Refresh is the period of queueUpdates refreshes without a change, and
+	// the longest a new position far from the head waits (positionGap).
 	Refresh time.Duration
 	// Adaptive turns on adaptive admission where the application supplies
 	// Deps.Pressure (QUEUE_ADAPTIVE, default true): AdmitRate and Window are
@@ -105,7 +106,7 @@ func DefaultConfig() Config {
 		OpTimeout:     500 * time.Millisecond,
 		WaitTimeout:   15 * time.Second,
 		StallTimeout:  3 * time.Second,
-		Refresh:       5 * time.Second,
+		Refresh:       30 * time.Second,
 		JoinWait:      5 * time.Minute,
 		LatencyTarget: 200 * time.Millisecond,
 		RateInterval:  time.Second,

@@ -535,14 +535,15 @@ const updateGap = time.Second
 
 // positionGap is the least time between two frames of a stream whose only
 // news is a new position: updateGap near the head of the queue, up to
-// Config.Refresh far from it (a thirtieth of the estimated wait). Thousands
-// of waiting fans otherwise each get a frame on every admission; a change
-// of status (admitted, expired) is sent at once.
+// Config.Refresh far from it (a tenth of the estimated wait: a fan five
+// minutes away sees the minutes go down every 30 s, one ten seconds away
+// every second). Thousands of waiting fans otherwise each get a frame on
+// every admission; a change of status (admitted, expired) is sent at once.
 func (s *Service) positionGap(t *Ticket) time.Duration {
 	if t.EstimatedWait == nil {
 		return updateGap
 	}
-	return min(max(*t.EstimatedWait/30, updateGap), s.cfg.Refresh)
+	return min(max(*t.EstimatedWait/10, updateGap), s.cfg.Refresh)
 }
 
 // Updates streams the user's ticket: the current one first, then each

@@ -9,6 +9,7 @@ import { ws } from '../ws'
 
 const JOIN = `mutation Join($eventId: ID!) { joinQueue(eventId: $eventId) { ${QUEUE_FIELDS} } }`
 const TICKET = `query Ticket($eventId: ID!) { queueTicket(eventId: $eventId) { ${QUEUE_FIELDS} } event(id: $eventId) { id name startsAt venue { name city } } }`
+const POLL = `query Poll($eventId: ID!) { queueTicket(eventId: $eventId) { ${QUEUE_FIELDS} } }`
 const LEAVE = `mutation Leave($eventId: ID!) { leaveQueue(eventId: $eventId) }`
 const SUB = `subscription Q($eventId: ID!) { queueUpdates(eventId: $eventId) { ${QUEUE_FIELDS} } }`
 
@@ -43,12 +44,18 @@ export const queuePage: Page = (root, [eventId]) => {
       if (alive) replace(box, h('p', { class: 'msg error' }, errorText(e)))
     }
   }
+  // Polling is the fallback for a stream that does not work: while
+  // queueUpdates delivers, a safety read once a minute; without it, every
+  // half of the estimated wait, between 2 and 15 s (thousands of fans wait
+  // at once: a fixed fast poll would cost more than the queue itself).
+  let eta: number | null = null
   const poll = () => {
     clearTimeout(timer)
     if (!alive) return
+    const every = subOk && ws.status === 'open' ? 60000 : Math.min(Math.max((eta ?? 4) * 500, 2000), 15000)
     timer = window.setTimeout(() => {
-      gql<{ queueTicket: any }>(TICKET, { eventId }).then((d) => show(d.queueTicket)).catch(() => {}).finally(poll)
-    }, subOk && ws.status === 'open' ? 10000 : 2000)
+      gql<{ queueTicket: any }>(POLL, { eventId }).then((d) => show(d.queueTicket)).catch(() => {}).finally(poll)
+    }, every)
   }
 
   function show(tk: any) {
@@ -64,9 +71,9 @@ export const queuePage: Page = (root, [eventId]) => {
       replace(box, h('p', null, t('queueExpired')), h('button', { class: 'btn primary', onclick: () => gql<{ joinQueue: any }>(JOIN, { eventId }).then((d) => show(d.joinQueue)) }, t('queueRejoin')))
       return
     }
+    eta = tk.estimatedWaitSeconds ?? null
     const pos = tk.position ?? 0
     firstPosition = Math.max(firstPosition, pos)
-    const eta = tk.estimatedWaitSeconds
     const etaText = eta == null ? t('queueEtaUnknown') : eta < 60 ? t('queueEtaSoon') : t('queueEtaMin', { n: Math.round(eta / 60) })
     const progress = firstPosition > 0 ? Math.max(3, 100 - (pos / firstPosition) * 100) : 3
     replace(box,
