@@ -248,7 +248,7 @@ func (b *buyer) queue(ctx context.Context) error {
 		// The web app's fallback: read the place now and then.
 		wait := 2 * time.Second
 		if t.EstimatedWaitSeconds != nil {
-			wait = min(max(time.Duration(*t.EstimatedWaitSeconds)*time.Second/2, time.Second), 15*time.Second)
+			wait = min(max(time.Duration(*t.EstimatedWaitSeconds)*time.Second/2, 2*time.Second), 15*time.Second)
 		}
 		if !sleep(ctx, wait+time.Duration(b.rng.IntN(1000))*time.Millisecond) {
 			break

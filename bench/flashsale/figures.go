@@ -106,10 +106,29 @@ func (f saleFigures) write(w io.Writer, r *Run) {
 	var rates []string
 	for i, p := range r.S.Series("ticketing_queue_admit_rate") {
 		if i%10 == 0 {
-			rates = append(rates, fmt.Sprintf("t+%.0fs %.1f", p[0], p[1]))
+			rates = append(rates, fmt.Sprintf("t+%.0fs %.1f %s", p[0], p[1], r.S.NoteAt("admission reason", int(p[0]))))
 		}
 	}
-	fmt.Fprintf(w, "  admission rate (every 10 s) %s\n\n", strings.Join(rates, ", "))
+	fmt.Fprintf(w, "  admission rate and the reason of its last change (every 10 s) %s\n", strings.Join(rates, ", "))
+	// What the controller read, every 10 s: hold, confirm, provider latency
+	// and pool wait (ms), completions per second.
+	sig := func(name string) map[int]float64 {
+		m := map[int]float64{}
+		for _, p := range r.S.Series(name) {
+			m[int(p[0])] = p[1]
+		}
+		return m
+	}
+	hold, confirm := sig(`ticketing_queue_pressure_seconds{signal="hold"}`), sig(`ticketing_queue_pressure_seconds{signal="confirm"}`)
+	prov, pool := sig(`ticketing_queue_pressure_seconds{signal="provider"}`), sig(`ticketing_queue_pressure_seconds{signal="pool_wait"}`)
+	done := sig("ticketing_queue_completions_per_second")
+	var sigs []string
+	for i, p := range r.S.Series("ticketing_queue_admit_rate") {
+		if s := int(p[0]); i%10 == 0 {
+			sigs = append(sigs, fmt.Sprintf("t+%ds %.0f/%.0f/%.0f/%.0f ms %.1f/s", s, hold[s]*1000, confirm[s]*1000, prov[s]*1000, pool[s]*1000, done[s]))
+		}
+	}
+	fmt.Fprintf(w, "  controller's signals (hold/confirm/provider/pool wait, completions; every 10 s) %s\n\n", strings.Join(sigs, ", "))
 }
 
 // takeProfile records api0's CPU for -profile, from the end of the ramp

@@ -20,25 +20,41 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+func run() int {
 	cfg := DefaultConfig()
 	cfg.Flags(flag.CommandLine)
+	cpuprofile := flag.String("cpuprofile", "", "write this generator's own CPU profile of the whole run to this file")
 	flag.Parse()
 	raiseFileLimit()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "flashsale:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := Execute(ctx, cfg, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flashsale:", err)
-		os.Exit(2)
+		return 2
 	}
 	if !res.Clean() {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // Config is every knob of a run.

@@ -210,18 +210,36 @@ func (pg *PrivatePostgres) URL() string {
 // scrape reads one metric (summed over its label sets) from a /metrics URL;
 // ok is false when the endpoint did not answer.
 func scrape(ctx context.Context, c *http.Client, u, name string) (float64, bool) {
+	m, ok := scrapeAll(ctx, c, u)
+	if !ok {
+		return 0, false
+	}
+	return m.value(name)
+}
+
+// metricsPage is one scrape of a /metrics page, a line per series.
+type metricsPage []string
+
+// scrapeAll fetches a /metrics page.
+func scrapeAll(ctx context.Context, c *http.Client, u string) (metricsPage, bool) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	r, err := c.Do(req)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	defer r.Body.Close()
 	var buf strings.Builder
 	_, _ = bufCopy(&buf, r)
+	return strings.Split(buf.String(), "\n"), true
+}
+
+// value is the sum of a metric's series (name), or one series when name
+// carries its labels (name{label="v"}).
+func (m metricsPage) value(name string) (float64, bool) {
 	var sum float64
 	found := false
-	for _, l := range strings.Split(buf.String(), "\n") {
-		if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") {
+	for _, l := range m {
+		if strings.HasPrefix(l, name+" ") || (!strings.Contains(name, "{") && strings.HasPrefix(l, name+"{")) {
 			f := strings.Fields(l)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			sum += v
@@ -229,6 +247,21 @@ func scrape(ctx context.Context, c *http.Client, u, name string) (float64, bool)
 		}
 	}
 	return sum, found
+}
+
+// label is the value of label key of the first series of metric name whose
+// value is 1 (a one-hot gauge such as the admission rate's reason).
+func (m metricsPage) label(name, key string) string {
+	for _, l := range m {
+		if !strings.HasPrefix(l, name+"{") || !strings.HasSuffix(l, "} 1") {
+			continue
+		}
+		_, rest, ok := strings.Cut(l, key+`="`)
+		if v, _, ok2 := strings.Cut(rest, `"`); ok && ok2 {
+			return v
+		}
+	}
+	return ""
 }
 
 func bufCopy(b *strings.Builder, r *http.Response) (int64, error) {

@@ -483,7 +483,9 @@ func (r *Run) sample(ctx context.Context) {
 	st := store.New(r.pool)
 	metrics := []string{"ticketing_projection_lag_seconds", "ticketing_queue_length", "ticketing_queue_active_admitted", "ticketing_queue_admit_rate",
 		"ticketing_pending_compensations", "ticketing_payments_without_order", "ticketing_redis_lease_fallback",
-		"ticketing_reconciliation_actions_total", "ticketing_hold_conflicts_total"}
+		"ticketing_reconciliation_actions_total", "ticketing_hold_conflicts_total", "ticketing_queue_completions_per_second",
+		`ticketing_queue_pressure_seconds{signal="hold"}`, `ticketing_queue_pressure_seconds{signal="confirm"}`,
+		`ticketing_queue_pressure_seconds{signal="provider"}`, `ticketing_queue_pressure_seconds{signal="pool_wait"}`}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -491,10 +493,22 @@ func (r *Run) sample(ctx context.Context) {
 		if r.worker != nil {
 			procs = append(append([]*Proc(nil), r.apis...), r.worker)
 		}
+		pages := make([]metricsPage, 0, len(procs))
+		for _, p := range procs {
+			if m, ok := scrapeAll(ctx, hc, strings.TrimSuffix(p.Health, "/healthz")+"/metrics"); ok {
+				pages = append(pages, m)
+			}
+		}
+		for _, pg := range pages {
+			if why := pg.label("ticketing_queue_admit_rate_reason", "reason"); why != "" {
+				r.S.Note("admission reason", why)
+				break
+			}
+		}
 		for _, m := range metrics {
 			best, seen := 0.0, false
-			for _, p := range procs {
-				if v, ok := scrape(ctx, hc, strings.TrimSuffix(p.Health, "/healthz")+"/metrics", m); ok {
+			for _, pg := range pages {
+				if v, ok := pg.value(m); ok {
 					if strings.HasSuffix(m, "_total") { // counters add up over instances; gauges are shared views
 						best, seen = best+v, true
 					} else {

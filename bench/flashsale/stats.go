@@ -35,11 +35,12 @@ type Stats struct {
 	steps    map[string]*Step
 	counts   map[string]int
 	timeline map[string]map[int]float64 // series -> second -> value
+	notes    map[string]map[int]string  // series -> second -> text
 }
 
 // NewStats starts the clock.
 func NewStats() *Stats {
-	return &Stats{start: time.Now(), steps: map[string]*Step{}, counts: map[string]int{}, timeline: map[string]map[int]float64{}}
+	return &Stats{start: time.Now(), steps: map[string]*Step{}, counts: map[string]int{}, timeline: map[string]map[int]float64{}, notes: map[string]map[int]string{}}
 }
 
 // Observe records one request of a step that started at start.
@@ -82,6 +83,24 @@ func (s *Stats) Gauge(name string, v float64) {
 	}
 	s.timeline[name][sec] = v
 	s.mu.Unlock()
+}
+
+// Note records a sampled text on the timeline (the last one per second).
+func (s *Stats) Note(name, v string) {
+	s.mu.Lock()
+	sec := int(time.Since(s.start).Seconds())
+	if s.notes[name] == nil {
+		s.notes[name] = map[int]string{}
+	}
+	s.notes[name][sec] = v
+	s.mu.Unlock()
+}
+
+// NoteAt is the text of series name at second sec ("" if none).
+func (s *Stats) NoteAt(name string, sec int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notes[name][sec]
 }
 
 func (s *Stats) tick(name string, at time.Time, n float64) {
