@@ -107,6 +107,7 @@ type Service struct {
 	pressure recent.Latency
 	terms    sync.Map // eventID -> leaseTerms
 	bounds   sync.Map // eventID/sectionID -> bestBounds
+	hints    bestHints
 }
 
 // leaseTerms are what a request needs to know of its event before taking
@@ -388,17 +389,23 @@ func (s *Service) neverFits(ctx context.Context, req CreateRequest) error {
 func (s *Service) holdDB(ctx context.Context, owner string, req CreateRequest, hash []byte, holdID string, admitted bool) (Hold, []string, bool, error) {
 	a := store.CreateHoldArgs{Owner: owner, Key: req.IdempotencyKey, Hash: hash, HoldID: holdID,
 		EventID: req.EventID, SeatIDs: req.SeatIDs, BestRetries: s.cfg.BestAvailableRetries, Admitted: admitted}
+	var hint string
 	if b := req.BestAvailable; b != nil {
 		a.BestQty, a.BestAdjacent = b.Quantity, b.Adjacent
 		if b.SectionID != "" {
 			a.BestSection = &b.SectionID
 		}
+		hint = bestHintKey(req.EventID, b.SectionID, b.Adjacent, b.Quantity)
+		a.BestFrom = s.hints.from(hint, s.cfg.Now())
 	}
 	for _, g := range req.GeneralAdmission {
 		a.GASections = append(a.GASections, g.SectionID)
 		a.GAQuantities = append(a.GAQuantities, int32(g.Quantity))
 	}
 	r, err := s.st.CreateHold(ctx, a)
+	if err == nil && hint != "" {
+		s.hints.found(hint, a.BestFrom, r.BestRow, s.cfg.Now())
+	}
 	var refused *store.HoldRefusedError
 	switch {
 	case errors.As(err, &refused):

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/fixtures"
 )
 
 func TestCreateGetCancel(t *testing.T) {
@@ -354,6 +355,33 @@ func TestGACapacity(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(10), ok.Load())
 	assert.Equal(t, 10, count(t, e.pool, `SELECT count(*) FROM inventory WHERE event_id = $1 AND unit_no IS NOT NULL AND status = 'HELD'`, ev.ID))
+}
+
+// TestGAPicksExpiredUnits: a GA pick takes AVAILABLE units first, then
+// units whose hold has expired (hold_create's third pass, by ga_until),
+// within one request if need be, and never a live hold's.
+func TestGAPicksExpiredUnits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false, holds.Config{})
+	ev := createEvent(t, e.pool, eventSpec{gaCapacity: 10, maxPerUser: 10})
+	ctx := ctxT(t, 30*time.Second)
+	ga := func(u, q int) (holds.Hold, error) {
+		return e.svc.Create(ctx, user(u), holds.CreateRequest{EventID: ev.ID, IdempotencyKey: key(),
+			GeneralAdmission: []holds.GARequest{{SectionID: ev.GA, Quantity: q}}})
+	}
+	first, err := ga(1, 4)
+	require.NoError(t, err)
+	_, err = ga(2, 4)
+	require.NoError(t, err)
+	fixtures.ExpireHold(t, e.pool, first.ID)
+	h, err := ga(3, 6) // the 2 AVAILABLE units and 4 of the expired hold
+	require.NoError(t, err)
+	items, err := e.svc.Items(ctx, h.ID)
+	require.NoError(t, err)
+	assert.Len(t, items, 6)
+	_, err = ga(4, 1)
+	assert.True(t, isUnavailable(err), "the other 8 units are held: %v", err)
+	assert.Equal(t, 10, count(t, e.pool, `SELECT count(*) FROM inventory WHERE event_id = $1 AND unit_no IS NOT NULL AND status = 'HELD' AND expires_at > now()`, ev.ID))
 }
 
 // A 1 s hold expires by the database clock: the seat is reclaimable, the old

@@ -87,6 +87,10 @@ type CreateHoldArgs struct {
 	BestSection  *string
 	BestAdjacent bool
 	BestRetries  int
+	// BestFrom is a hint: the row_index where a recent best-available
+	// search of the event found seats; the rows from it on are searched
+	// first, then those before it (nil: from the front).
+	BestFrom     *int
 	GASections   []string
 	GAQuantities []int32
 	// Admitted: the caller presented a valid queue admission for this
@@ -103,6 +107,9 @@ type CreateHoldResult struct {
 	Hold    Hold
 	// SeatIDs are the explicit and best-available seats held (for leases).
 	SeatIDs []string
+	// BestRow is the row_index where a best-available part found its seats
+	// (nil without one).
+	BestRow *int
 }
 
 // Refusal is why the database refused a hold: the MESSAGE of hold_create's
@@ -142,8 +149,8 @@ func (e *HoldRefusedError) Error() string { return "hold refused: " + string(e.R
 // order, the conditional transitions, holds + hold_items + outbox) in one
 // statement and one round trip.
 const sqlCreateHold = `
-SELECT o_outcome, o_resource::text, o_expires_at, o_created_at, o_total, o_currency, o_seats::text[]
-FROM hold_create($1, $2, $3, $4, $5, $6::uuid[], $7, $8::uuid, $9, $10, $11::uuid[], $12::int[], $13)`
+SELECT o_outcome, o_resource::text, o_expires_at, o_created_at, o_total, o_currency, o_seats::text[], o_best_row
+FROM hold_create($1, $2, $3, $4, $5, $6::uuid[], $7, $8::uuid, $9, $10, $11::uuid[], $12::int[], $13, $14::int)`
 
 // CreateHold runs the hold decision. Outside a transaction (the normal
 // case) the call is its own transaction and has committed when it returns.
@@ -169,8 +176,8 @@ func (s *Store) CreateHold(ctx context.Context, a CreateHoldArgs) (CreateHoldRes
 	}
 	call := func() error {
 		return s.db.QueryRow(ctx, sqlCreateHold, a.Owner, a.Key, a.Hash, a.HoldID, a.EventID, nonNil(a.SeatIDs),
-			a.BestQty, a.BestSection, a.BestAdjacent, a.BestRetries, nonNil(a.GASections), qty, a.Admitted).
-			Scan(&r.Outcome, &resource, &expires, &created, &total, &currency, &r.SeatIDs)
+			a.BestQty, a.BestSection, a.BestAdjacent, a.BestRetries, nonNil(a.GASections), qty, a.Admitted, a.BestFrom).
+			Scan(&r.Outcome, &resource, &expires, &created, &total, &currency, &r.SeatIDs, &r.BestRow)
 	}
 	err := call()
 	var pgErr *pgconn.PgError

@@ -302,7 +302,7 @@ func explainGA(ctx context.Context, pool *pgxpool.Pool, ev *benchEvent) {
 	// after five executions, as on the app's long-lived connections.
 	for range 8 {
 		_, err = conn.Exec(ctx, `SELECT o_outcome FROM hold_create('explain', md5(random()::text), '\x00', gen_random_uuid(), $1,
-			'{}', 0, NULL, false, 3, ARRAY[$2::uuid], ARRAY[1], false)`, ev.id, ev.ga)
+			'{}', 0, NULL, false, 3, ARRAY[$2::uuid], ARRAY[1], false, NULL)`, ev.id, ev.ga)
 		check(err)
 	}
 	_, err = conn.Exec(ctx, `ROLLBACK`)
@@ -540,7 +540,7 @@ func pgbenchHoldScript(ctx context.Context, pool *pgxpool.Pool, eventID string, 
 \set id %[1]d + :client_id * %[3]d + (:n %% %[3]d)
 \set u random(1, 1000000000)
 SELECT o_outcome FROM hold_create('pgbench-' || :u, md5(random()::text), '\x00', gen_random_uuid(), '%[2]s',
-  ARRAY(SELECT seat_id FROM inventory WHERE event_id = '%[2]s' AND id = :id), 0, NULL, false, 3, '{}', '{}', false);
+  ARRAY(SELECT seat_id FROM inventory WHERE event_id = '%[2]s' AND id = :id), 0, NULL, false, 3, '{}', '{}', false, NULL);
 `, lo, eventID, per)
 }
 
