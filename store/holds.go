@@ -347,12 +347,18 @@ func (s *Store) ReleaseHold(ctx context.Context, eventID, holdID string, skipLoc
 	return s.units(ctx, "release hold", sqlReleaseHeldBy, eventID, holdID, ids)
 }
 
+// sqlHeldRowsLeft reaches the hold's rows through its items, as
+// sqlLockHeldBy does (it counted the event's whole inventory: 17 ms a call
+// on a 20,000-unit event, once per expired hold the sweeper ended).
+const sqlHeldRowsLeft = `
+SELECT count(*) FROM hold_items hi JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+WHERE hi.hold_id = $2 AND hi.event_id = $1 AND i.event_id = $1 AND i.hold_id = $2 AND i.status = 'HELD'`
+
 // HeldRowsLeft counts the inventory rows still HELD by the hold (after a
 // ReleaseHold that skipped locked rows).
 func (s *Store) HeldRowsLeft(ctx context.Context, eventID, holdID string) (int, error) {
 	var n int
-	err := s.db.QueryRow(ctx, `SELECT count(*) FROM inventory WHERE event_id = $1 AND hold_id = $2 AND status = 'HELD'`,
-		eventID, holdID).Scan(&n)
+	err := s.db.QueryRow(ctx, sqlHeldRowsLeft, eventID, holdID).Scan(&n)
 	return n, wrap("held rows left", err)
 }
 
