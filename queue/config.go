@@ -63,6 +63,11 @@ type Config struct {
 	LatencyTarget time.Duration
 	RateInterval  time.Duration
 	RateDecrease  float64
+	// RateDecreaseGap is the least time between two back-offs: about the
+	// time a back-off takes to show in the latencies (the buyers admitted
+	// before it still hold and pay), so one overload is answered by one
+	// back-off, not one a second until the latencies catch up.
+	RateDecreaseGap time.Duration
 	// ConfirmTarget, ProviderTarget and PoolWaitTarget are the other
 	// signals' limits: the latency of applying a payment notification up to
 	// the order's confirmation, of a call to the payment provider, and of
@@ -93,24 +98,25 @@ const (
 // DefaultConfig is the configuration without any environment override.
 func DefaultConfig() Config {
 	return Config{
-		AdmitRate:     20,
-		AdmitBurst:    20,
-		Window:        500,
-		AdmissionTTL:  10 * time.Minute,
-		JoinUserRate:  1,
-		JoinUserBurst: 5,
-		JoinAddrRate:  50,
-		JoinAddrBurst: 250,
-		Tick:          100 * time.Millisecond,
-		RateTau:       10 * time.Second,
-		OpTimeout:     500 * time.Millisecond,
-		WaitTimeout:   15 * time.Second,
-		StallTimeout:  3 * time.Second,
-		Refresh:       30 * time.Second,
-		JoinWait:      5 * time.Minute,
-		LatencyTarget: 200 * time.Millisecond,
-		RateInterval:  time.Second,
-		RateDecrease:  0.7,
+		AdmitRate:       20,
+		AdmitBurst:      20,
+		Window:          500,
+		AdmissionTTL:    10 * time.Minute,
+		JoinUserRate:    1,
+		JoinUserBurst:   5,
+		JoinAddrRate:    50,
+		JoinAddrBurst:   250,
+		Tick:            100 * time.Millisecond,
+		RateTau:         10 * time.Second,
+		OpTimeout:       500 * time.Millisecond,
+		WaitTimeout:     15 * time.Second,
+		StallTimeout:    3 * time.Second,
+		Refresh:         30 * time.Second,
+		JoinWait:        5 * time.Minute,
+		LatencyTarget:   200 * time.Millisecond,
+		RateInterval:    time.Second,
+		RateDecrease:    0.7,
+		RateDecreaseGap: 3 * time.Second,
 		// The sale's target is a notification confirmed within 1 s (p99):
 		// back off while the average is at half of it.
 		ConfirmTarget:  500 * time.Millisecond,
@@ -160,6 +166,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RateDecrease <= 0 || c.RateDecrease >= 1 {
 		c.RateDecrease = d.RateDecrease
+	}
+	if c.RateDecreaseGap == 0 {
+		c.RateDecreaseGap = d.RateDecreaseGap
 	}
 	if c.JoinWait <= 0 {
 		c.JoinWait = d.JoinWait

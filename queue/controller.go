@@ -56,7 +56,8 @@ var reasons = []string{"start", "room", "latency", "shed", "confirm", "provider"
 // sets each event's admission rate from what checkout sustains, AIMD like
 // a congestion controller: once per RateInterval, whichever instance gets
 // there first, the shared rate (Redis, the event's meta hash) is
-//   - multiplied by RateDecrease when holds were shed, hold latency is
+//   - multiplied by RateDecrease (at most once per RateDecreaseGap, the
+//     time a back-off takes to show) when holds were shed, hold latency is
 //     above LatencyTarget, confirming a payment notification takes more
 //     than ConfirmTarget, the payment provider fails or is slower than
 //     ProviderTarget, or waiting for a Postgres connection takes more than
@@ -102,7 +103,7 @@ func (s *Service) adaptiveRate(octxNow time.Time, eventID string, adjust func(re
 	ceil := s.cfg.AdmitRate
 	shared, err := adjust(redisstore.RateParams{
 		Now: octxNow, Interval: s.cfg.RateInterval, Ceiling: ceil, Floor: math.Min(1, ceil),
-		Initial: ceil / 4, Step: math.Max(1, ceil/20), Factor: s.cfg.RateDecrease,
+		Initial: ceil / 4, Step: math.Max(1, ceil/20), Factor: s.cfg.RateDecrease, DecreaseGap: s.cfg.RateDecreaseGap,
 		Completed: s.cfg.CompletedFloor, CompletedTau: s.cfg.RateTau,
 		Decision: dec, Reason: why,
 	})

@@ -21,10 +21,14 @@ type sim struct {
 	mu              sync.Mutex
 	capacity        float64
 	confirmCapacity float64
-	recent          []int // admissions per 100 ms step, last 10
+	recent          []int // admissions per 100 ms step, last 10 (+ delay)
 	// external is a hold latency caused by something admission does not
 	// control (waiting fans taking the CPU, browsing).
 	external time.Duration
+	// delay is how many 100 ms steps after their admission buyers load
+	// checkout (they choose seats, hold, pay): the latencies answer a
+	// change of rate that much later, as a real sale's do.
+	delay int
 }
 
 // queueLatency is the latency of a queue of base service time at load
@@ -41,7 +45,7 @@ func (m *sim) pressure() Pressure {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	load := 0
-	for _, n := range m.recent {
+	for _, n := range m.recent[:max(0, len(m.recent)-m.delay)] {
 		load += n
 	}
 	p := Pressure{Latency: max(m.external, queueLatency(20*time.Millisecond, float64(load), m.capacity))}
@@ -54,7 +58,7 @@ func (m *sim) pressure() Pressure {
 func (m *sim) step(admitted int) {
 	m.mu.Lock()
 	m.recent = append(m.recent, admitted)
-	if len(m.recent) > 10 {
+	if len(m.recent) > 10+m.delay {
 		m.recent = m.recent[1:]
 	}
 	m.mu.Unlock()
@@ -241,7 +245,7 @@ func TestJudgeNamesEachSignal(t *testing.T) {
 // buyer completes checkout 3 s later, the hold latency rises above its
 // target and stays there for a cause admission does not control (waiting
 // fans taking the CPU). Without the completion floor the rate falls to its
-// floor of 1/s within seconds and checkout starves; with it, backing off
+// floor of 1/s within 35 s and checkout starves; with it, backing off
 // stops near what checkout completes, and the reason says so.
 func TestBackOffStopsAtCompletions(t *testing.T) {
 	run := func(floor float64) []float64 {
@@ -252,14 +256,37 @@ func TestBackOffStopsAtCompletions(t *testing.T) {
 		m.external = time.Second
 		m.mu.Unlock()
 		before := len(c.rates)
-		c.runCompleting(20, 3*time.Second)
+		c.runCompleting(45, 3*time.Second)
 		return c.rates[before:]
 	}
 	without := run(-1)
 	t.Logf("without the floor: per second %v", without)
-	require.Less(t, mean(without[10:]), 5.0, "the plain back-off falls to the floor")
+	require.Less(t, mean(without[35:]), 5.0, "the plain back-off falls to the floor (one back-off per RateDecreaseGap)")
 	with := run(0) // the default
 	t.Logf("with the completion floor: per second %v", with)
-	require.Greater(t, mean(with[10:]), 30.0, "held near the completions")
+	require.Greater(t, mean(with[35:]), 30.0, "held near the completions")
 	require.Less(t, with[len(with)-1], with[0], "still backs off, gently")
+}
+
+// TestOneBackOffPerOverload: buyers load checkout 3 s after their
+// admission, as in a real sale (they choose, hold and pay): the latencies
+// answer a back-off 3 s late. Backing off once a second until they do
+// (RateDecreaseGap of a second) cuts the rate far below the capacity at
+// every overload, a sawtooth whose mean stays well under it; one back-off
+// per 3 s (the default) keeps the mean rate nearer the capacity, and
+// still below the ceiling.
+func TestOneBackOffPerOverload(t *testing.T) {
+	run := func(gap time.Duration) []float64 {
+		m := &sim{capacity: 60, delay: 30}
+		c := newControlled(t, m, 1, func(cfg *Config) { cfg.RateDecreaseGap = gap; cfg.CompletedFloor = -1 })
+		c.run(90)
+		return c.rates[30:]
+	}
+	everySecond := run(time.Second)
+	t.Logf("a back-off a second: per second %v (mean %.1f)", everySecond, mean(everySecond))
+	gapped := run(0) // the default
+	t.Logf("one per 3 s: per second %v (mean %.1f)", gapped, mean(gapped))
+	require.Greater(t, mean(gapped), mean(everySecond)*1.15, "fewer, not deeper, back-offs")
+	require.Greater(t, mean(gapped), 0.5*60)
+	require.Less(t, mean(gapped), 1.2*60)
 }

@@ -659,6 +659,8 @@ type RateParams struct {
 	Initial  float64
 	Step     float64 // additive increase
 	Factor   float64 // multiplicative decrease
+	// DecreaseGap is the least time between two decreases (0: Interval).
+	DecreaseGap time.Duration
 	// Completed is the fraction of the measured completion rate (checkouts
 	// whose admission was released by a confirmed order, per second, an
 	// EWMA over CompletedTau, every instance's) below which a decrease does
@@ -683,14 +685,15 @@ type RateState struct {
 // hash (crate, cts, creason): shared by every instance, changed at most once
 // per interval (so N instances do not multiply the steps). KEYS: meta.
 // ARGV: now, interval ms, ceiling, floor, initial, step, factor, decision,
-// reason, completed fraction, completed tau ms. The completion rate (drate)
+// reason, completed fraction, completed tau ms, decrease gap ms (the last
+// decrease's time is cdec). The completion rate (drate)
 // is measured from the 'done' counter (Release) at most once a second:
 // done/dts are the count and time of the last measurement.
 var adjustRateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {ARGV[5], '', '0'} end
 local now = tonumber(ARGV[1])
 local ceil, floor = tonumber(ARGV[3]), tonumber(ARGV[4])
-local m = redis.call('HMGET', KEYS[1], 'crate', 'creason', 'cts', 'done', 'dprev', 'dts', 'drate')
+local m = redis.call('HMGET', KEYS[1], 'crate', 'creason', 'cts', 'done', 'dprev', 'dts', 'drate', 'cdec')
 local r = tonumber(m[1] or ARGV[5])
 local reason = m[2] or 'start'
 local ts = tonumber(m[3] or '0')
@@ -704,12 +707,14 @@ elseif now - dts >= 1000 then
   redis.call('HSET', KEYS[1], 'dprev', done, 'dts', now, 'drate', tostring(drate))
 end
 local d = tonumber(ARGV[8])
+if d < 0 and now - tonumber(m[8] or '0') < tonumber(ARGV[12]) then d = 0 end
 if d ~= 0 and now - ts >= tonumber(ARGV[2]) then
   reason = ARGV[9]
   if d < 0 then
     r = r * tonumber(ARGV[7])
     local least = drate * tonumber(ARGV[10])
     if r < least then r, reason = least, 'completions' end
+    redis.call('HSET', KEYS[1], 'cdec', now)
   else
     r = r + tonumber(ARGV[6])
   end
@@ -728,8 +733,13 @@ func (s *QueueStore) AdjustRate(ctx context.Context, eventID string, p RateParam
 	if tau <= 0 {
 		tau = 10 * time.Second
 	}
+	gap := p.DecreaseGap
+	if gap <= 0 {
+		gap = p.Interval
+	}
 	v, err := adjustRateScript.Run(ctx, s.rdb, []string{s.key(eventID, "meta")}, ms(p.Now), p.Interval.Milliseconds(),
-		p.Ceiling, p.Floor, p.Initial, p.Step, p.Factor, int(p.Decision), p.Reason, p.Completed, tau.Milliseconds()).Slice()
+		p.Ceiling, p.Floor, p.Initial, p.Step, p.Factor, int(p.Decision), p.Reason, p.Completed, tau.Milliseconds(),
+		gap.Milliseconds()).Slice()
 	if err != nil {
 		return RateState{}, fmt.Errorf("queue rate: %w", err)
 	}
