@@ -21,6 +21,12 @@ type saleFigures struct {
 	PeakPerSecond                   int
 	SoldOut                         bool          // every unit sold
 	SoldOutAfter                    time.Duration // from the sale's start to the last confirmation, when SoldOut
+	// NothingLeftAfter is when the live map first showed no unit
+	// available (every unit held or sold: the event's SOLD_OUT, what a fan
+	// sees); 0 if it never did. Units of holds that then expire come back
+	// (a fifth of the buyers never pay), so "every unit sold" comes one or
+	// more hold durations later.
+	NothingLeftAfter time.Duration
 	NotifyP50, NotifyP99, NotifyMax time.Duration
 	Notified                        int // confirmations with a provider notification to time
 	// PaidNotConfirmed: payments the provider reported succeeded before
@@ -66,6 +72,16 @@ func (r *Run) saleFigures(ctx context.Context) (saleFigures, error) {
 	if first != nil {
 		f.FirstConfirmed, f.LastConfirmed = *first, *last
 	}
+	ga := map[int]float64{}
+	for _, p := range r.S.Series("map: GA available") {
+		ga[int(p[0])] = p[1]
+	}
+	for _, p := range r.S.Series("map: seats available") {
+		if v, ok := ga[int(p[0])]; ok && p[1] == 0 && v == 0 {
+			f.NothingLeftAfter = time.Duration(p[0]) * time.Second
+			break
+		}
+	}
 	if f.SoldOut && last != nil {
 		f.SoldOutAfter = last.Sub(r.S.start)
 	}
@@ -84,10 +100,15 @@ func (f saleFigures) write(w io.Writer, r *Run) {
 		avg = float64(f.Confirmed) / span
 	}
 	fmt.Fprintf(w, "  confirmed orders            %d: %.1f/s on average between the first and the last, %d/s at peak\n", f.Confirmed, avg, f.PeakPerSecond)
-	if f.SoldOut {
-		fmt.Fprintf(w, "  sold out                    %s after the sale opened\n", f.SoldOutAfter.Round(time.Second))
+	if f.NothingLeftAfter > 0 {
+		fmt.Fprintf(w, "  sold out (SOLD_OUT)         %s after the sale opened: the live map showed every unit held or sold\n", f.NothingLeftAfter)
 	} else {
-		fmt.Fprintln(w, "  sold out                    no (units left unsold)")
+		fmt.Fprintln(w, "  sold out (SOLD_OUT)         never: the live map always showed units available")
+	}
+	if f.SoldOut {
+		fmt.Fprintf(w, "  every unit SOLD             %s after the sale opened (the last confirmation)\n", f.SoldOutAfter.Round(time.Second))
+	} else {
+		fmt.Fprintln(w, "  every unit SOLD             no (units left unsold when the sale was bounded)")
 	}
 	fmt.Fprintf(w, "  notification -> CONFIRMED   p50 %s  p99 %s  max %s (%d confirmations; from paysim's payment.succeeded to orders.confirmed_at)\n",
 		round(f.NotifyP50), round(f.NotifyP99), round(f.NotifyMax), f.Notified)
