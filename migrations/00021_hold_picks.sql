@@ -9,7 +9,10 @@
 -- a random unit and finds expired holds by their expiry (inventory_ga_expiry):
 -- ga_until is a GA unit's expires_at while it is HELD (NULL for seats, so a
 -- seat's hold stays a HOT update, as with ga_status; the index's predicate
--- names unit_no alone for the same reason).
+-- names unit_no alone for the same reason; it leads with (event_id,
+-- ga_until), not the section, so that the planner never takes it for the
+-- lookups by (event_id, section_id, unit_no) of inventory_event_unit: on a
+-- new event's table without statistics it did, reading every unit).
 --
 -- Best available: hold_create takes the caller's hint of the row where
 -- seats were last found (p_best_from) and says where it found them
@@ -19,7 +22,7 @@
 DROP FUNCTION IF EXISTS hold_create(text, text, bytea, uuid, uuid, uuid[], int, uuid, boolean, int, uuid[], int[], boolean);
 ALTER TABLE inventory ADD COLUMN ga_until timestamptz
     GENERATED ALWAYS AS (CASE WHEN unit_no IS NOT NULL AND status = 'HELD' THEN expires_at END) STORED;
-CREATE INDEX inventory_ga_expiry ON inventory (event_id, section_id, ga_until) WHERE unit_no IS NOT NULL;
+CREATE INDEX inventory_ga_expiry ON inventory (event_id, ga_until) WHERE unit_no IS NOT NULL;
 
 -- +goose Down
 DROP FUNCTION IF EXISTS hold_create(text, text, bytea, uuid, uuid, uuid[], int, uuid, boolean, int, uuid[], int[], boolean, int);

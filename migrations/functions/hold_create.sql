@@ -306,8 +306,10 @@ BEGIN
     -- not matter, only that they are holdable (checked again on the
     -- locked row).
     FOR k IN 1 .. coalesce(cardinality(p_ga_sections), 0) LOOP
-        SELECT 1 + floor(random() * max(unit_no))::int INTO v_row FROM inventory
-        WHERE event_id = p_event AND section_id = p_ga_sections[k] AND unit_no IS NOT NULL;
+        SELECT unit_no INTO v_row FROM inventory
+        WHERE event_id = p_event AND section_id = p_ga_sections[k] AND unit_no IS NOT NULL
+        ORDER BY unit_no DESC LIMIT 1;
+        v_row := 1 + floor(random() * coalesce(v_row, 0))::int;
         SELECT id INTO v_start FROM inventory
         WHERE event_id = p_event AND section_id = p_ga_sections[k] AND unit_no = v_row;
         v_ga := '{}';
@@ -329,7 +331,7 @@ BEGIN
                 SELECT coalesce(array_agg(l.id), '{}') INTO v_pick FROM (
                     SELECT id FROM inventory
                     WHERE event_id = p_event AND section_id = p_ga_sections[k] AND unit_no IS NOT NULL
-                      AND ga_status = 'HELD' AND ga_until <= now()
+                      AND ga_until <= now()
                       AND inventory_holdable(status, expires_at)
                     ORDER BY ga_until, id
                     LIMIT v_q
