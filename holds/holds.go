@@ -254,8 +254,12 @@ func (s *Service) create(ctx context.Context, user auth.User, req CreateRequest)
 	// queue-protected event without it.
 	admitted := req.AdmissionToken != "" && s.cfg.Admission != nil &&
 		s.cfg.Admission.Verify(req.AdmissionToken, user.ID, req.EventID) == nil
+	// Without Redis, the holds that would have taken leases (explicit
+	// seats) run a bounded few at a time (enterFallback), so the contention
+	// the leases absorbed does not all land on Postgres; general admission
+	// and best-available holds never take leases and keep the hold lane.
 	useLeases := s.leasesUsable()
-	fallback := s.leases != nil && !useLeases
+	fallback := s.leases != nil && !useLeases && len(req.SeatIDs) > 0
 	var ours []string
 	if useLeases && len(req.SeatIDs) > 0 {
 		terms, err := s.leaseTerms(ctx, req.EventID)

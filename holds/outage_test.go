@@ -147,3 +147,34 @@ func TestRedisOutage(t *testing.T) {
 		AND NOT EXISTS (SELECT 1 FROM hold_items hi WHERE hi.hold_id = i.hold_id AND hi.inventory_id = i.id)`, ev.ID))
 	t.Logf("ok=%d conflicts=%d", ok.Load(), conflicts.Load())
 }
+
+// TestGAHoldsSkipTheFallback: while Redis is down, explicit seats go
+// through the bounded fallback (their leases are missing); GA holds,
+// which never take leases, do not wait for it.
+func TestGAHoldsSkipTheFallback(t *testing.T) {
+	t.Parallel()
+	rs := testdb.StartOwnRedis(t, 0)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), DialTimeout: 100 * time.Millisecond,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	pool := testdb.NewPool(t)
+	svc := holds.New(store.New(pool), holds.Config{
+		Leases:        redisstore.NewLeases(rdb, testdb.RedisPrefix(t)),
+		ProbeInterval: time.Hour,
+	})
+	t.Cleanup(svc.Wait)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(svc.Collectors()...)
+	ev := createEvent(t, pool, eventSpec{rows: 1, perRow: 5, gaCapacity: 5})
+	ctx := ctxT(t, 30*time.Second)
+	rs.Stop()
+	_, err := svc.Create(ctx, user(1), seatsReq(ev, ev.AllSeat[0]))
+	require.NoError(t, err)
+	require.True(t, svc.Degraded())
+	seats := gauge(t, reg, "ticketing_hold_lease_fallback_total")
+	require.Positive(t, seats, "an explicit seat went through the fallback")
+	_, err = svc.Create(ctx, user(2), holds.CreateRequest{EventID: ev.ID, IdempotencyKey: key(),
+		GeneralAdmission: []holds.GARequest{{SectionID: ev.GA, Quantity: 2}}})
+	require.NoError(t, err)
+	assert.Equal(t, seats, gauge(t, reg, "ticketing_hold_lease_fallback_total"), "a GA hold did not")
+}
