@@ -33,6 +33,17 @@ func cmdPaysim(ctx context.Context, getenv func(string) string, log *slog.Logger
 		// API's payment creates waited seconds behind them in a sale.
 		pcfg.MaxConns = 16
 	}
+	if _, set := pcfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+		// The sandbox provider's commits do not wait for the WAL to reach
+		// the disk: a crash of the database server (not a clean stop)
+		// could lose its last ones, the sandbox's records, never the
+		// product's. Its commits, about ten per payment, otherwise wait
+		// for WAL flushes beside the API's on the shared development
+		// server: in the 20,000-buyer sale a third of the active backends
+		// waited on WALWrite (bench/RESULTS.md 2026-12-03).
+		// PAYSIM_DATABASE_URL may set it otherwise.
+		pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("PAYSIM_DATABASE_URL: %w", err)
