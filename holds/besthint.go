@@ -31,8 +31,10 @@ type bestHint struct {
 	at  time.Time // of the last search from the front
 }
 
-// bestHintTTL is how long a hint is used before a search from the front.
-const bestHintTTL = 2 * time.Second
+// bestHintTTL is how long a hint is used before a search from the front:
+// a full search of a sold-out front reads every full row, so it is worth
+// doing once per hint and 10 s, not once per hold.
+const bestHintTTL = 10 * time.Second
 
 func bestHintKey(eventID, sectionID string, adjacent bool, qty int) string {
 	return eventID + "/" + sectionID + "/" + strconv.FormatBool(adjacent) + "/" + strconv.Itoa(qty)

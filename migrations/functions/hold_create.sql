@@ -179,8 +179,8 @@ BEGIN
         SELECT coalesce(array_agg(DISTINCT row_index ORDER BY row_index), '{}') INTO v_rows
         FROM seats WHERE section_id = ANY (v_secs);
         -- The caller's hint, p_best_from: the row where a recent search of
-        -- this event found seats (holds.Service keeps it for a second or
-        -- two, then searches from the front again). The rows from it to the
+        -- this event found seats (holds.Service keeps it for ten seconds,
+        -- then searches from the front again). The rows from it to the
         -- back are searched first, then those in front of it, so a hinted
         -- search does not read every full row in front of the hint (a
         -- search from the front of 4 sections with 21 full rows read 8,400
