@@ -434,7 +434,26 @@ type textScratch struct {
 	kept    []scored     // the matches past the filters and the cursor
 }
 
-var scratchPool = sync.Pool{New: func() any { return &textScratch{} }}
+// scratches keeps textScratches between searches: a few megabytes each at
+// 100,000 documents, so not a sync.Pool, which every GC empties (each
+// search after it would allocate and clear its own).
+var scratches = make(chan *textScratch, 32)
+
+func getScratch() *textScratch {
+	select {
+	case s := <-scratches:
+		return s
+	default:
+		return &textScratch{}
+	}
+}
+
+func putScratch(s *textScratch) {
+	select {
+	case scratches <- s:
+	default:
+	}
+}
 
 func (s *textScratch) size(n int) {
 	if len(s.total) >= n {

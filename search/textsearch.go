@@ -189,8 +189,8 @@ func (v *view) searchText(q Query, words []string, fold, stem func(string) []str
 	if !ok {
 		return Result{}, false, nil
 	}
-	s := scratchPool.Get().(*textScratch)
-	defer scratchPool.Put(s)
+	s := getScratch()
+	defer putScratch(s)
 	s.found = t.matches(s, root, s.found[:0])
 
 	var cats, cities []int
