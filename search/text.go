@@ -58,7 +58,8 @@ type postings struct {
 	term  string
 	slots []int32
 	freqs []uint16
-	live  int // documents alive with the term (Bleve's term count)
+	norms []float32 // the document's field norm
+	live  int       // documents alive with the term (Bleve's term count)
 }
 
 // termFreq is a term and its frequency in a field of a document.
@@ -129,7 +130,6 @@ func textSum(d Document) uint64 {
 type textIndex struct {
 	dict  [nText]map[string]int32 // term -> lists index
 	lists []*postings
-	norms [nText][]float32 // by slot
 	hot   []hot            // by slot: what the filters read
 	// bySlot is the document of each slot (nil: free); dead counts the
 	// free slots, reclaimed by compact.
@@ -165,7 +165,6 @@ func (t *textIndex) add(f *fact, dt *docText) {
 	f.slot, f.textSum = slot, dt.sum
 	f.terms = f.terms[:0]
 	for i := range nText {
-		t.norms[i] = append(t.norms[i], dt.norms[i])
 		for _, tf := range dt.terms[i] {
 			id, ok := t.dict[i][tf.term]
 			if !ok {
@@ -179,6 +178,7 @@ func (t *textIndex) add(f *fact, dt *docText) {
 			p := t.lists[id]
 			p.slots = append(p.slots, slot)
 			p.freqs = append(p.freqs, uint16(min(tf.freq, math.MaxUint16)))
+			p.norms = append(p.norms, dt.norms[i])
 			p.live++
 			f.terms = append(f.terms, id)
 		}
@@ -227,15 +227,6 @@ func (t *textIndex) compact() {
 		}
 	}
 	t.hot = hots
-	for i := range nText {
-		norms := make([]float32, 0, len(live))
-		for s, n := range t.norms[i] {
-			if renum[s] >= 0 {
-				norms = append(norms, n)
-			}
-		}
-		t.norms[i] = norms
-	}
 	for _, p := range t.lists {
 		if p == nil {
 			continue
@@ -245,16 +236,16 @@ func (t *textIndex) compact() {
 			if p.field == tfAll {
 				t.allDirty = true
 			}
-			p.slots, p.freqs = nil, nil
+			p.slots, p.freqs, p.norms = nil, nil, nil
 			continue
 		}
-		slots, freqs := make([]int32, 0, p.live), make([]uint16, 0, p.live)
+		slots, freqs, norms := make([]int32, 0, p.live), make([]uint16, 0, p.live), make([]float32, 0, p.live)
 		for j, s := range p.slots {
 			if n := renum[s]; n >= 0 {
-				slots, freqs = append(slots, n), append(freqs, p.freqs[j])
+				slots, freqs, norms = append(slots, n), append(freqs, p.freqs[j]), append(norms, p.norms[j])
 			}
 		}
-		p.slots, p.freqs = slots, freqs
+		p.slots, p.freqs, p.norms = slots, freqs, norms
 	}
 	t.bySlot, t.dead = live, 0
 }
@@ -474,12 +465,13 @@ func (t *textIndex) leaf(s *textScratch, l int, n *qnode) {
 		return
 	}
 	acc, cnt := s.acc[l], s.cnt[l]
+	dead := t.dead > 0
 	for j, slot := range p.slots {
-		if t.bySlot[slot] == nil {
+		if dead && t.bySlot[slot] == nil {
 			continue
 		}
 		tf := math.Sqrt(float64(p.freqs[j]))
-		score := tf * float64(t.norms[p.field][slot]) * n.idf
+		score := tf * float64(p.norms[j]) * n.idf
 		if n.qw != 1.0 {
 			score = score * n.qw
 		}

@@ -63,9 +63,6 @@ func (v *view) loadText(ctx context.Context, r index.IndexReader) error {
 		t.bySlot = append(t.bySlot, f)
 		t.hot = append(t.hot, f.hot())
 	}
-	for i := range nText {
-		t.norms[i] = make([]float32, len(t.bySlot))
-	}
 	for i, field := range textFields {
 		dict, err := r.FieldDict(field)
 		if err != nil {
@@ -103,7 +100,7 @@ func (v *view) loadText(ctx context.Context, r index.IndexReader) error {
 				slot := slotOf[num]
 				p.slots = append(p.slots, slot)
 				p.freqs = append(p.freqs, uint16(min(m.Freq, math.MaxUint16)))
-				t.norms[i][slot] = float32(m.Norm)
+				p.norms = append(p.norms, float32(m.Norm))
 			}
 			_ = tfr.Close()
 			if len(p.slots) == 0 {
