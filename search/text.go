@@ -130,7 +130,7 @@ func textSum(d Document) uint64 {
 type textIndex struct {
 	dict  [nText]map[string]int32 // term -> lists index
 	lists []*postings
-	hot   []hot            // by slot: what the filters read
+	hot   []hot // by slot: what the filters read
 	// bySlot is the document of each slot (nil: free); dead counts the
 	// free slots, reclaimed by compact.
 	bySlot []*fact
