@@ -58,6 +58,7 @@ type Bleve struct {
 	mu       sync.Mutex // serialises writers: version check + write
 	versions map[string]int64
 	folding  func(string) []string
+	stemming func(string) []string // the anStem analysis
 
 	statsOnce sync.Once
 	stats     *ttlCache[searchStats]
@@ -134,6 +135,14 @@ func OpenBleve(dir string, reset bool) (*Bleve, error) {
 		}
 		return out
 	}
+	as := idx.Mapping().AnalyzerNamed(anStem)
+	b.stemming = func(s string) []string {
+		var out []string
+		for _, t := range as.Analyze([]byte(s)) {
+			out = append(out, string(t.Term))
+		}
+		return out
+	}
 	ak := idx.Mapping().AnalyzerNamed(anKey)
 	b.keyOf = func(s string) string {
 		ts := ak.Analyze([]byte(s))
@@ -143,6 +152,10 @@ func OpenBleve(dir string, reset bool) (*Bleve, error) {
 		return string(ts[0].Term)
 	}
 	if b.versions, err = b.scanVersions(); err != nil {
+		_ = idx.Close()
+		return nil, err
+	}
+	if err := b.loadText(); err != nil {
 		_ = idx.Close()
 		return nil, err
 	}
@@ -264,6 +277,23 @@ func (b *Bleve) scanVersions() (map[string]int64, error) {
 	}
 }
 
+// loadText fills the view's text index from the index's postings.
+func (b *Bleve) loadText() error {
+	adv, err := b.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("search: load text: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return fmt.Errorf("search: load text: %w", err)
+	}
+	defer r.Close()
+	if err := b.view.loadText(context.Background(), r); err != nil {
+		return fmt.Errorf("search: load text: %w", err)
+	}
+	return nil
+}
+
 // viewDoc is the view's input for a document.
 func (b *Bleve) viewDoc(id string, startsAt time.Time, city, category string, lat, lon float64) viewDoc {
 	return viewDoc{ID: id, Key: sortKey(startsAt, id), At: startsAt.UTC().UnixNano(),
@@ -332,7 +362,9 @@ func (b *Bleve) Index(ctx context.Context, docs []Document) error {
 			return fmt.Errorf("search: index %s: %w", d.ID, err)
 		}
 		applied[d.ID] = d.Version
-		vdocs = append(vdocs, b.viewDoc(d.ID, d.StartsAt, d.City, d.Category, d.Lat, d.Lon))
+		vd := b.viewDoc(d.ID, d.StartsAt, d.City, d.Category, d.Lat, d.Lon)
+		vd.Text = analyzeText(doc, d)
+		vdocs = append(vdocs, vd)
 	}
 	if batch.Size() == 0 {
 		return nil
@@ -400,10 +432,7 @@ func (b *Bleve) Compact(ctx context.Context) error {
 // or stemmed.
 func (b *Bleve) textQuery(text string) query.Query {
 	var terms []query.Query
-	for _, t := range b.folding(text) {
-		if stopWords[t] && len(terms) > 0 {
-			continue
-		}
+	for _, t := range textWords(b.folding(text)) {
 		var any []query.Query
 		for _, f := range []struct {
 			field string
@@ -533,9 +562,20 @@ func (b *Bleve) matchDates(text query.Query, filters []query.Query, from, to tim
 var sortByKey = &bsearch.SortField{Field: "sort", Type: bsearch.SortFieldAsString}
 
 // Search answers a normalised query.
+//
+// Searches without text are answered by the view; text searches by the
+// view's text index (text.go) as the index would answer them, unless the
+// query is of a shape it leaves to Bleve.
 func (b *Bleve) Search(ctx context.Context, q Query) (Result, error) {
-	if viewable(q) && !b.noView {
-		return b.view.search(q, b.folding)
+	if !b.noView {
+		if viewable(q) {
+			return b.view.search(q, b.folding)
+		}
+		if q.Text != "" {
+			if res, ok, err := b.view.searchText(q, textWords(b.folding(q.Text)), b.folding, b.stemming); ok {
+				return res, err
+			}
+		}
 	}
 	return b.searchIndex(ctx, q)
 }

@@ -16,7 +16,7 @@ import (
 // scored is one match of a RELEVANCE search.
 type scored struct {
 	score float64
-	num   uint64 // global document number in the snapshot
+	num   uint64 // global document number in the snapshot (or text slot)
 	key   string
 }
 
@@ -100,13 +100,29 @@ func pickRelevance(r index.IndexReader, sf snapFacts, hits []scored, n int, hasA
 		f, i := sf.locate(num)
 		return f.key[i]
 	}
+	cand := topRelevance(hits, n, hasAfter, afterScore, afterKey, key)
+	out := make([]*bsearch.DocumentMatch, len(cand))
+	for i, h := range cand {
+		id, err := r.ExternalID(binary.BigEndian.AppendUint64(nil, h.num))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &bsearch.DocumentMatch{ID: id, Score: h.score, DecodedSort: []string{"_score", h.key}}
+	}
+	return out, nil
+}
+
+// topRelevance returns the first n of hits in (score desc, key asc) order
+// after the cursor, with their keys: the keys of only the hits whose score
+// can still be on the page are read. hits is reordered.
+func topRelevance(hits []scored, n int, hasAfter bool, afterScore float64, afterKey string, key func(num uint64) string) []scored {
 	if hasAfter { // strictly after the cursor
 		hits = slices.DeleteFunc(hits, func(h scored) bool {
 			return h.score > afterScore || (h.score == afterScore && key(h.num) <= afterKey)
 		})
 	}
 	if n <= 0 || len(hits) == 0 {
-		return nil, nil
+		return nil
 	}
 	// the n-th best score: nothing below it can be on the page
 	threshold := hits[0].score
@@ -142,14 +158,5 @@ func pickRelevance(r index.IndexReader, sf snapFacts, hits []scored, n int, hasA
 		}
 		return cmp.Compare(a.key, b.key)
 	})
-	cand = cand[:min(n, len(cand))]
-	out := make([]*bsearch.DocumentMatch, len(cand))
-	for i, h := range cand {
-		id, err := r.ExternalID(binary.BigEndian.AppendUint64(nil, h.num))
-		if err != nil {
-			return nil, err
-		}
-		out[i] = &bsearch.DocumentMatch{ID: id, Score: h.score, DecodedSort: []string{"_score", h.key}}
-	}
-	return out, nil
+	return cand[:min(n, len(cand))]
 }

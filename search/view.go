@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -35,6 +36,13 @@ type view struct {
 	// interned strings: folded keys and facet values.
 	ids   map[string]int32
 	names []string
+	// the positions in sorted of each folded city and category, and of
+	// each 1° cell of latitude and longitude (a search scans only those
+	// of its most selective filter: candidates)
+	byCity, byCat map[int32][]int32
+	byCell        map[[2]int16][]int32
+	// text is the postings of the text fields (text.go).
+	text textIndex
 }
 
 // fact is one document in the view.
@@ -47,6 +55,17 @@ type fact struct {
 	// hash), used for the radius filter and distance order; lat/lon as
 	// stored, used for Hit.DistanceKm.
 	qlon, qlat, lat, lon float64
+	// slot is the document's number in the text index (-1: none yet),
+	// terms its postings there, textSum its raw text (0: unknown).
+	slot    int32
+	terms   []int32
+	textSum uint64
+}
+
+// hot is what filters read of f.
+func (f *fact) hot() hot {
+	return hot{at: f.at, qlon: f.qlon, qlat: f.qlat,
+		cityKey: f.cityKey, catKey: f.catKey, cityFacet: f.cityFacet, catFacet: f.catFacet}
 }
 
 func newView() *view {
@@ -88,6 +107,8 @@ type viewDoc struct {
 	CityKey, CatKey     string
 	CityFacet, CatFacet string
 	Lat, Lon            float64
+	// Text is the analysis of the text fields (nil: loaded apart, loadText).
+	Text *docText
 }
 
 func (v *view) newFact(d viewDoc) *fact {
@@ -95,7 +116,7 @@ func (v *view) newFact(d viewDoc) *fact {
 	return &fact{id: d.ID, key: d.Key, at: d.At,
 		cityKey: v.intern(d.CityKey), catKey: v.intern(d.CatKey),
 		cityFacet: v.intern(d.CityFacet), catFacet: v.intern(d.CatFacet),
-		qlon: geo.MortonUnhashLon(h), qlat: geo.MortonUnhashLat(h), lat: d.Lat, lon: d.Lon}
+		qlon: geo.MortonUnhashLon(h), qlat: geo.MortonUnhashLat(h), lat: d.Lat, lon: d.Lon, slot: -1}
 }
 
 // apply upserts docs (the last of an id wins, as in a Bleve batch) and
@@ -112,17 +133,30 @@ func (v *view) apply(docs []viewDoc, del []string) {
 		if old, ok := v.byID[id]; ok {
 			gone[old] = true
 			delete(v.byID, id)
+			v.text.remove(old)
 		}
 		delete(fresh, id)
 	}
 	for _, d := range docs {
-		if old, ok := v.byID[d.ID]; ok {
-			gone[old] = true
-		}
 		f := v.newFact(d)
+		old, ok := v.byID[d.ID]
+		switch {
+		case ok && d.Text != nil && old.textSum == d.Text.sum:
+			gone[old] = true
+			v.text.move(old, f) // the same text: the same postings
+		case ok:
+			gone[old] = true
+			v.text.remove(old)
+			fallthrough
+		default:
+			if d.Text != nil {
+				v.text.add(f, d.Text)
+			}
+		}
 		v.byID[d.ID] = f
 		fresh[d.ID] = f
 	}
+	v.text.compact()
 	add := make([]*fact, 0, len(fresh))
 	for _, f := range fresh {
 		add = append(add, f)
@@ -145,9 +179,15 @@ func (v *view) apply(docs []viewDoc, del []string) {
 	v.sorted = out
 	v.hot = make([]hot, len(out))
 	v.allCats, v.allCities = make([]int, len(v.names)), make([]int, len(v.names))
+	v.byCity, v.byCat, v.byCell = map[int32][]int32{}, map[int32][]int32{}, map[[2]int16][]int32{}
 	for i, f := range out {
-		v.hot[i] = hot{at: f.at, qlon: f.qlon, qlat: f.qlat,
-			cityKey: f.cityKey, catKey: f.catKey, cityFacet: f.cityFacet, catFacet: f.catFacet}
+		v.byCity[f.cityKey] = append(v.byCity[f.cityKey], int32(i))
+		v.byCat[f.catKey] = append(v.byCat[f.catKey], int32(i))
+		c := cellOf(f.qlat, f.qlon)
+		v.byCell[c] = append(v.byCell[c], int32(i))
+	}
+	for i, f := range out {
+		v.hot[i] = f.hot()
 		v.allCats[f.catFacet]++
 		v.allCities[f.cityFacet]++
 	}
@@ -221,30 +261,98 @@ func (f *viewFilter) dateOnly() bool { return f.city < 0 && f.cats == nil && !f.
 
 // match reports whether x passes f's filters other than the date range.
 func (f *viewFilter) match(x *hot) bool {
+	ok, _ := f.matchKm(x)
+	return ok
+}
+
+// matchKm is match, with the haversine distance in km from f's point
+// when f has one (geo.Haversin is symmetric to the bit, so it is also the
+// distance Bleve's sort computes from the point).
+func (f *viewFilter) matchKm(x *hot) (bool, float64) {
 	if f.city >= 0 && x.cityKey != f.city {
-		return false
+		return false, 0
 	}
 	if f.cats != nil && !slices.Contains(f.cats, x.catKey) {
-		return false
+		return false, 0
 	}
-	if f.near {
-		if math.Abs(x.qlat-f.lat) > f.dLat {
-			return false
+	if !f.near {
+		return true, 0
+	}
+	if math.Abs(x.qlat-f.lat) > f.dLat {
+		return false, 0
+	}
+	if f.lonBox {
+		dl := math.Abs(x.qlon - f.lon)
+		if dl > 180 {
+			dl = 360 - dl
 		}
-		if f.lonBox {
-			dl := math.Abs(x.qlon - f.lon)
-			if dl > 180 {
-				dl = 360 - dl
-			}
-			if dl > f.dLon {
-				return false
-			}
-		}
-		if geo.Haversin(x.qlon, x.qlat, f.lon, f.lat) > f.maxD {
-			return false
+		if dl > f.dLon {
+			return false, 0
 		}
 	}
-	return true
+	km := geo.Haversin(x.qlon, x.qlat, f.lon, f.lat)
+	return km <= f.maxD, km
+}
+
+// cellOf is the 1° cell of a location.
+func cellOf(lat, lon float64) [2]int16 {
+	return [2]int16{int16(math.Floor(lat)), int16(math.Floor(lon))}
+}
+
+// candidates are the positions in [lo, hi), relative to lo and in order,
+// of the documents that can pass f: those of its city, else of its
+// categories, else of the cells its circle's box touches, else all. f
+// still decides each of them.
+func (v *view) candidates(f *viewFilter, lo, hi int) iter.Seq[int] {
+	var lists [][]int32
+	switch {
+	case f.city >= 0:
+		lists = [][]int32{v.byCity[f.city]}
+	case f.cats != nil:
+		for _, c := range f.cats {
+			lists = append(lists, v.byCat[c])
+		}
+	case f.near && f.lonBox && f.lon-f.dLon > -180 && f.lon+f.dLon < 180 && f.lat-f.dLat > -90 && f.lat+f.dLat < 90 &&
+		(math.Floor(f.lat+f.dLat)-math.Floor(f.lat-f.dLat)+1)*(math.Floor(f.lon+f.dLon)-math.Floor(f.lon-f.dLon)+1) <= 64:
+		for la := math.Floor(f.lat - f.dLat); la <= f.lat+f.dLat; la++ {
+			for lo := math.Floor(f.lon - f.dLon); lo <= f.lon+f.dLon; lo++ {
+				lists = append(lists, v.byCell[cellOf(la, lo)])
+			}
+		}
+	}
+	return func(yield func(int) bool) {
+		if lists == nil {
+			for i := range hi - lo {
+				if !yield(i) {
+					return
+				}
+			}
+			return
+		}
+		// each list's part in [lo, hi), merged: the smallest head first
+		heads := make([][]int32, 0, len(lists))
+		for _, l := range lists {
+			a, _ := slices.BinarySearch(l, int32(lo))
+			b, _ := slices.BinarySearch(l, int32(hi))
+			if a < b {
+				heads = append(heads, l[a:b])
+			}
+		}
+		for len(heads) > 0 {
+			m := 0
+			for j := 1; j < len(heads); j++ {
+				if heads[j][0] < heads[m][0] {
+					m = j
+				}
+			}
+			if !yield(int(heads[m][0]) - lo) {
+				return
+			}
+			if heads[m] = heads[m][1:]; len(heads[m]) == 0 {
+				heads = slices.Delete(heads, m, m+1)
+			}
+		}
+	}
 }
 
 // search answers a query for which viewable is true.
@@ -294,17 +402,18 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 		cats, cities = make([]int, len(v.names)), make([]int, len(v.names))
 	}
 	// tally reports whether a document matches the filters, counting it
-	// in the total and the facets if it does.
-	tally := func(y *hot) bool {
-		if !f.match(y) {
-			return false
+	// in the total and the facets if it does, and its distance in km
+	tally := func(y *hot) (bool, float64) {
+		ok, km := f.matchKm(y)
+		if !ok {
+			return false, 0
 		}
 		out.Total++
 		if cats != nil {
 			cats[y.catFacet]++
 			cities[y.cityFacet]++
 		}
-		return true
+		return true, km
 	}
 	if q.Sort == SortDate {
 		var after string
@@ -348,8 +457,11 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 			}
 			hots = nil
 		}
-		for i := range hots {
-			if !tally(&hots[i]) {
+		for i := range v.candidates(&f, lo, hi) {
+			if hots == nil {
+				break
+			}
+			if ok, _ := tally(&hots[i]); !ok {
 				continue
 			}
 			if i >= start && len(out.Hits) <= q.First {
@@ -363,10 +475,6 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 			}
 		}
 	} else {
-		type near struct {
-			x *fact
-			d float64
-		}
 		var cd float64
 		var ckey string
 		if q.After != "" {
@@ -384,39 +492,21 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 			}
 			ckey = ks
 		}
-		var found []near
-		for i := range hots {
-			if !tally(&hots[i]) {
+		page := nearest{n: q.First + 1}
+		for i := range v.candidates(&f, lo, hi) {
+			ok, km := tally(&hots[i])
+			if !ok {
 				continue
 			}
 			x := rng[i]
 			// as Bleve's geo distance sort (km: meters / 1000)
-			d := geo.Haversin(f.lon, f.lat, x.qlon, x.qlat) * 1000 / 1000
+			d := km * 1000 / 1000
 			if q.After != "" && (d < cd || (d == cd && x.key <= ckey)) {
 				continue
 			}
-			found = append(found, near{x, d})
+			page.add(nearFact{x, d})
 		}
-		cmp := func(a, b near) int {
-			if a.d != b.d {
-				if a.d < b.d {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.x.key, b.x.key)
-		}
-		n := min(len(found), q.First+1)
-		if len(found) > 4*n {
-			// a bounded selection: the n nearest, then sort those
-			found = smallest(found, n, cmp)
-		}
-		slices.SortFunc(found, cmp)
-		for _, h := range found[:n] {
-			d := DistanceKm(*q.Near, GeoPoint{Lat: h.x.lat, Lon: h.x.lon})
-			out.Hits = append(out.Hits, Hit{ID: h.x.id, DistanceKm: &d,
-				Cursor: encodeCursor(SortDistance, []any{strconv.FormatFloat(h.d, 'f', -1, 64), h.x.key})})
-		}
+		out.Hits = page.hits(*q.Near)
 	}
 	if len(out.Hits) > q.First {
 		out.Hits, out.HasNext = out.Hits[:q.First], true
@@ -425,6 +515,77 @@ func (v *view) search(q Query, fold func(string) []string) (Result, error) {
 		out.Categories, out.Cities = v.facet(cats), v.facet(cities)
 	}
 	return out, nil
+}
+
+// nearFact is a document and its distance (Bleve's geo distance sort).
+type nearFact struct {
+	x *fact
+	d float64
+}
+
+// nearest keeps the first n documents by (distance, key) of those added:
+// a max-heap of them (most added documents are further than its top, one
+// comparison of distances).
+type nearest struct {
+	n    int
+	heap []nearFact
+}
+
+func nearer(a, b nearFact) int {
+	if a.d != b.d {
+		if a.d < b.d {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.x.key, b.x.key)
+}
+
+func (p *nearest) add(c nearFact) {
+	h := p.heap
+	if len(h) == p.n {
+		if p.n == 0 || nearer(c, h[0]) >= 0 {
+			return
+		}
+		h[0] = c // replace the furthest, sift down
+		for i := 0; ; {
+			l, m := 2*i+1, i
+			if l < len(h) && nearer(h[l], h[m]) > 0 {
+				m = l
+			}
+			if l+1 < len(h) && nearer(h[l+1], h[m]) > 0 {
+				m = l + 1
+			}
+			if m == i {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+		return
+	}
+	h = append(h, c) // sift up
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if nearer(h[i], h[parent]) <= 0 {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	p.heap = h
+}
+
+// hits are the documents kept, nearest first.
+func (p *nearest) hits(from GeoPoint) []Hit {
+	slices.SortFunc(p.heap, nearer)
+	var out []Hit
+	for _, h := range p.heap {
+		d := DistanceKm(from, GeoPoint{Lat: h.x.lat, Lon: h.x.lon})
+		out = append(out, Hit{ID: h.x.id, DistanceKm: &d,
+			Cursor: encodeCursor(SortDistance, []any{strconv.FormatFloat(h.d, 'f', -1, 64), h.x.key})})
+	}
+	return out
 }
 
 // facet is Bleve's terms facet of counts (topFacets).

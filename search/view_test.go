@@ -90,6 +90,8 @@ func requireSameAnswers(t *testing.T, b *search.Bleve, now time.Time, firsts ...
 func requireSameTextFacets(t *testing.T, b *search.Bleve, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
+	search.SetIndexOnly(b, true) // Bleve's searchers, not the text index
+	defer search.SetIndexOnly(b, false)
 	b.StatsTTL = -1
 	defer func() { b.StatsTTL = 0 }()
 	for _, q := range []search.Query{

@@ -7,6 +7,8 @@
 // date order; store/search_baseline.go). Run it with (see bench/README.md):
 //
 //	SEARCH_BENCH_EVENTS=100000 SEARCH_BENCH_ROUNDS=30 go test ./bench/search -run TestSearchBenchmark -v -timeout 30m
+//
+// SEARCH_BENCH_CPU=file writes a CPU profile of the uncached pass alone.
 package search_test
 
 import (
@@ -19,6 +21,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -201,7 +204,16 @@ func TestSearchBenchmark(t *testing.T) {
 		bleveEngine.StatsTTL = -1
 	}
 	run(t, qs, 2, do) // warm up
+	// SEARCH_BENCH_CPU: a CPU profile of the uncached pass alone
+	if p := os.Getenv("SEARCH_BENCH_CPU"); p != "" {
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		require.NoError(t, pprof.StartCPUProfile(f))
+	}
 	rawLat, rawFailed := run(t, qs, rounds, do)
+	if os.Getenv("SEARCH_BENCH_CPU") != "" {
+		pprof.StopCPUProfile()
+	}
 	a.Search.CacheTTL = 0
 	if bleveEngine != nil {
 		bleveEngine.StatsTTL = 0
