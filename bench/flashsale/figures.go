@@ -15,18 +15,18 @@ import (
 // once it has settled (the server's orders and paysim's own record of
 // when it notified each success).
 type saleFigures struct {
-	Confirmed                       int
-	FirstConfirmed                  time.Time
-	LastConfirmed                   time.Time
-	PeakPerSecond                   int
-	SoldOut                         bool          // every unit sold
-	SoldOutAfter                    time.Duration // from the sale's start to the last confirmation, when SoldOut
+	Confirmed      int
+	FirstConfirmed time.Time
+	LastConfirmed  time.Time
+	PeakPerSecond  int
+	SoldOut        bool          // every unit sold
+	SoldOutAfter   time.Duration // from the sale's start to the last confirmation, when SoldOut
 	// NothingLeftAfter is when the live map first showed no unit
 	// available (every unit held or sold: the event's SOLD_OUT, what a fan
 	// sees); 0 if it never did. Units of holds that then expire come back
 	// (a fifth of the buyers never pay), so "every unit sold" comes one or
 	// more hold durations later.
-	NothingLeftAfter time.Duration
+	NothingLeftAfter                time.Duration
 	NotifyP50, NotifyP99, NotifyMax time.Duration
 	Notified                        int // confirmations with a provider notification to time
 	// PaidNotConfirmed: payments the provider reported succeeded before
