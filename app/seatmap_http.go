@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ticketing/ticketing/catalog"
 	"github.com/ticketing/ticketing/outbox"
 	"github.com/ticketing/ticketing/search"
 	"github.com/ticketing/ticketing/seatmap"
@@ -29,6 +30,25 @@ func (a *App) initSeatMap(prefix string) {
 		Registerer:  a.Metrics,
 		Log:         a.Log,
 	})
+	a.Catalog.UseLiveCounts(liveCounts{a.SeatMap})
+}
+
+// liveCounts gives the catalog an event's availability off its live seat
+// map (catalog.LiveCounts).
+type liveCounts struct{ m *seatmap.Service }
+
+func (l liveCounts) Counts(ctx context.Context, eventID string) (catalog.Availability, bool, error) {
+	c, ok, err := l.m.Counts(ctx, eventID)
+	return availability(eventID, c), ok, err
+}
+
+func (l liveCounts) CachedCounts(eventID string) (catalog.Availability, bool) {
+	c, ok := l.m.CachedCounts(eventID)
+	return availability(eventID, c), ok
+}
+
+func availability(eventID string, c seatmap.Counts) catalog.Availability {
+	return catalog.Availability{EventID: eventID, Available: c.Available, Held: c.Held, Sold: c.Sold, Capacity: c.Capacity}
 }
 
 // runRelay publishes the outbox to the seat map until ctx ends, and feeds

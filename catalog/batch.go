@@ -65,12 +65,18 @@ func (s *Service) PricesByEventIDs(ctx context.Context, eventIDs []string) (map[
 }
 
 // AvailabilityByEventIDs counts the inventory of each event (zero counts for
-// an event without inventory).
+// an event without inventory). With live counts (UseLiveCounts) an event
+// whose live map this instance holds up to date is counted off it, and so
+// is a lone event (an event page: the map its page shows is loaded once,
+// for both); the rest are counted in Postgres, in one query.
 func (s *Service) AvailabilityByEventIDs(ctx context.Context, eventIDs []string) (map[string]Availability, error) {
 	ids := validUUIDs(eventIDs)
 	out := make(map[string]Availability, len(ids))
 	for _, id := range ids {
 		out[id] = Availability{EventID: id}
+	}
+	if s.live != nil {
+		ids = s.liveAvailability(ctx, ids, out)
 	}
 	if len(ids) == 0 {
 		return out, nil
@@ -93,6 +99,49 @@ func (s *Service) AvailabilityByEventIDs(ctx context.Context, eventIDs []string)
 		s.stale.put("availability", id, out[id])
 	}
 	return out, nil
+}
+
+// LiveCounts counts an event's units off its live seat map (the seat map
+// service, adapted by the app): Counts loads the map when it must,
+// CachedCounts only answers from a map held and up to date. ok false: the
+// map cannot tell, count in Postgres.
+type LiveCounts interface {
+	Counts(ctx context.Context, eventID string) (a Availability, ok bool, err error)
+	CachedCounts(eventID string) (Availability, bool)
+}
+
+// UseLiveCounts makes availability read the live seat map's counts (see
+// AvailabilityByEventIDs). Call it before use.
+func (s *Service) UseLiveCounts(l LiveCounts) { s.live = l }
+
+// CachedAvailability answers from a live map held and up to date (for the
+// request loaders: no batch wait); false without one.
+func (s *Service) CachedAvailability(eventID string) (Availability, bool) {
+	if s.live == nil {
+		return Availability{}, false
+	}
+	return s.live.CachedCounts(eventID)
+}
+
+// liveAvailability fills out with the events live counts can answer and
+// returns the others.
+func (s *Service) liveAvailability(ctx context.Context, ids []string, out map[string]Availability) []string {
+	if len(ids) == 1 {
+		if a, ok, err := s.live.Counts(ctx, ids[0]); err == nil && ok {
+			out[ids[0]] = a
+			return nil
+		}
+		return ids
+	}
+	rest := ids[:0:0]
+	for _, id := range ids {
+		if a, ok := s.live.CachedCounts(id); ok {
+			out[id] = a
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	return rest
 }
 
 // byID loads rows by id (those of an immutable kind already in memory are

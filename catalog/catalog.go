@@ -175,6 +175,7 @@ type Service struct {
 	reads *store.Reads
 	stale lastGood
 	now   func() time.Time
+	live  LiveCounts // nil: availability is counted in Postgres
 }
 
 // New returns the catalog service over st; now is the application clock.

@@ -76,7 +76,7 @@ func NewLoaders(cat *catalog.Service, opts ...dataloadgen.Option) *Loaders {
 		SeatsBySectionID:    newLoader(cat.SeatsBySectionIDs, cat.CachedSeatsOfSection, o),
 		ArtistsByEventID:    newLoader(cat.ArtistsByEventIDs, cat.CachedArtistsOfEvent, o),
 		PricesByEventID:     newLoader(cat.PricesByEventIDs, cat.CachedPricesOfEvent, o),
-		AvailabilityByEvent: newLoader(cat.AvailabilityByEventIDs, nil, o),
+		AvailabilityByEvent: newLoader(cat.AvailabilityByEventIDs, cat.CachedAvailability, o),
 	}
 }
 

@@ -421,3 +421,75 @@ func memoized[T any](m *sync.Map, conv func() T) T {
 	v, _ := m.LoadOrStore(key, conv())
 	return v.(T)
 }
+
+// Counts are an event's units by state as its live map has them: what its
+// page shows next to the map (catalog.Service.UseLiveCounts).
+type Counts struct{ Available, Held, Sold, Capacity int }
+
+// Counts returns the event's counts from its live map, loading the map as
+// Snapshot does (a page that shows both loads it once). ok is false when
+// the map cannot tell (a GA entry of a message written before GA carried
+// its held, sold and capacity): the caller counts in Postgres.
+func (s *Service) Counts(ctx context.Context, eventID string) (c Counts, ok bool, err error) {
+	snap, err := s.Snapshot(ctx, eventID)
+	if err != nil {
+		return Counts{}, false, err
+	}
+	c, ok = snap.counts()
+	return c, ok, nil
+}
+
+// CachedCounts returns the counts of a map this instance holds and has
+// brought up to date within Refresh, as Snapshot would serve it without
+// a refresh; false otherwise.
+func (s *Service) CachedCounts(eventID string) (Counts, bool) {
+	if s == nil {
+		return Counts{}, false
+	}
+	s.projM.Lock()
+	p := s.projs[eventID]
+	s.projM.Unlock()
+	if p == nil {
+		return Counts{}, false
+	}
+	v := p.cur.Load()
+	if v == nil || time.Since(time.Unix(0, p.checked.Load())) >= s.cfg.Refresh {
+		return Counts{}, false
+	}
+	p.used.Store(time.Now().UnixNano())
+	return v.snap.counts()
+}
+
+type countsMemo struct {
+	c  Counts
+	ok bool
+}
+
+// counts adds up the snapshot's seats and GA sections, once per snapshot.
+func (m *Snapshot) counts() (Counts, bool) {
+	r := memoized(&m.memo, func() countsMemo {
+		r := countsMemo{ok: true}
+		for _, x := range m.Seats {
+			r.c.Capacity++
+			switch x.Status {
+			case "AVAILABLE":
+				r.c.Available++
+			case "HELD":
+				r.c.Held++
+			case "SOLD":
+				r.c.Sold++
+			}
+		}
+		for _, g := range m.GeneralAdmission {
+			if g.Capacity < g.Available+g.Held+g.Sold || g.Capacity == 0 && g.Available > 0 {
+				r.ok = false
+			}
+			r.c.Available += g.Available
+			r.c.Held += g.Held
+			r.c.Sold += g.Sold
+			r.c.Capacity += g.Capacity
+		}
+		return r
+	})
+	return r.c, r.ok
+}

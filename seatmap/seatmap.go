@@ -45,6 +45,11 @@ type GA struct {
 	SectionID string `json:"sectionId"`
 	Available int    `json:"available"`
 	Version   int64  `json:"version"`
+	// Held, Sold and Capacity complete the section's counts (the event's
+	// availability on its page, Counts); absent from messages of before.
+	Held     int `json:"held"`
+	Sold     int `json:"sold"`
+	Capacity int `json:"capacity"`
 }
 
 // Snapshot is the whole seat map of an event. Cursor is the stream position

@@ -17,11 +17,15 @@ type SeatMapSeat struct {
 
 // SeatMapGA is the state of one general-admission section of an event:
 // units available now, and the sum of its units' versions (which grows
-// with every visible commit; ga_availability).
+// with every visible commit; ga_availability), and its units held, sold
+// and in all, counted as InventoryAvailability counts an event's.
 type SeatMapGA struct {
 	SectionID string `db:"section_id"`
 	Available int    `db:"available"`
 	Version   int64  `db:"version"`
+	Held      int    `db:"held"`
+	Sold      int    `db:"sold"`
+	Capacity  int    `db:"capacity"`
 }
 
 const (
@@ -36,7 +40,7 @@ ORDER BY id`
 	// $2 NULL means every GA section of the event. The count and its
 	// version are ga_availability's (migrations/functions).
 	sqlSeatMapGA = `
-SELECT section_id::text AS section_id, available, version
+SELECT section_id::text AS section_id, available, version, held, sold, capacity
 FROM ga_availability
 WHERE event_id = $1 AND ($2::uuid[] IS NULL OR section_id = ANY($2::uuid[]))
 ORDER BY section_id`
