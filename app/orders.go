@@ -34,6 +34,7 @@ func (a *App) initOrders() error {
 		WebhookBaseURL: a.Cfg.PaymentsWebhookBaseURL,
 		TicketKeys:     keys,
 		Holds:          a.Holds,
+		EventChanged:   a.Catalog.ForgetEvents,
 		Log:            a.Log,
 		Now:            a.Now,
 		// Load tests and chaos runs settle faster (zero: the defaults).

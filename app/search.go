@@ -38,7 +38,7 @@ func (a *App) initSearch() {
 		a.Log.Warn("search metrics", "err", err)
 	}
 	a.AddReadinessCheck("search", a.Search.Ready, false)
-	f := &searchFollower{svc: a.Search, rdb: a.Redis, log: a.Log, self: uuid.NewString(),
+	f := &searchFollower{svc: a.Search, rdb: a.Redis, log: a.Log, self: uuid.NewString(), forget: a.Catalog.ForgetEvents,
 		channel: "ticketing:search:changes:" + filepath.Base(SearchDir(a.Cfg)), catchUpEvery: time.Minute}
 	a.Projections = append(a.Projections, f.sink())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -63,11 +63,14 @@ func (a *App) initSearch() {
 // runs a version catch-up every catchUpEvery. Apply is idempotent by
 // version, so duplicates are harmless.
 type searchFollower struct {
-	svc          *search.Service
-	rdb          redis.UniversalClient
-	log          *slog.Logger
-	self         string // this instance, to skip its own announcements
-	channel      string
+	svc     *search.Service
+	rdb     redis.UniversalClient
+	log     *slog.Logger
+	self    string // this instance, to skip its own announcements
+	channel string
+	// forget drops the changed events' rows this instance keeps in memory
+	// (catalog.Service.ForgetEvents), before the index reads them again.
+	forget       func(eventIDs ...string)
 	catchUpEvery time.Duration
 }
 
@@ -80,10 +83,11 @@ type searchChange struct {
 func (f *searchFollower) sink() outbox.Sink {
 	apply := outbox.ProjectorSink(f.svc)
 	return outbox.SinkFunc(func(ctx context.Context, rows []outbox.Row) error {
+		ids := outbox.EventIDs(rows, outbox.TopicCatalog, outbox.TopicInventory)
+		f.forget(ids...)
 		if err := apply.Publish(ctx, rows); err != nil {
 			return err
 		}
-		ids := outbox.EventIDs(rows, outbox.TopicCatalog, outbox.TopicInventory)
 		if len(ids) == 0 {
 			return nil
 		}
@@ -123,6 +127,7 @@ func (f *searchFollower) run(ctx context.Context, fresh bool) {
 			}
 			var c searchChange
 			if json.Unmarshal([]byte(m.Payload), &c) == nil && c.From != f.self {
+				f.forget(c.IDs...)
 				for _, id := range c.IDs {
 					pending[id] = true
 				}

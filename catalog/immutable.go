@@ -1,5 +1,7 @@
 package catalog
 
+import "time"
+
 // Venues (with their sections and seats), artists, an event's artists and
 // an event's prices never change once created: store/ has no statement that
 // updates or deletes them, and each is created in the one transaction that
@@ -8,7 +10,7 @@ package catalog
 // page of search hits asks Postgres only for what can change (the event
 // rows, availability), and the dataloaders answer them at once instead of
 // waiting for a batch (the Cached* getters). Events are not in this list:
-// a cancellation changes them.
+// a cancellation changes them; see fresh.
 //
 // An empty list (a venue not seen yet, or not yet on the replica) is never
 // answered from memory: it is loaded again.
@@ -17,10 +19,34 @@ var immutable = map[string]bool{
 	"SectionsByVenueIDs": true, "SeatsBySectionIDs": true, "ArtistsByEventIDs": true, "PricesByEventIDs": true,
 }
 
-// cachedRows splits ids into the answers of an immutable kind already in
-// memory and the ids still to load (all of them for other kinds).
+// fresh lists the kinds that can change and are answered from memory all
+// the same, for how long after they were read. An event row changes only
+// when the event is cancelled (store.CancelEvent, the one UPDATE of
+// events): the instance that cancels forgets it at once (orders.Config.
+// EventChanged), every other one when the relay announces the event's
+// change (app/search.go), and a row is read again after
+// EventRowsFreshFor whatever it heard, so a lost announcement, or a row
+// read from a replica a moment behind, is not kept longer. Browsing may
+// show an event's cancellation that late; holds, orders and payments
+// read the event in their own transactions.
+var fresh = map[string]time.Duration{"EventsByIDs": EventRowsFreshFor}
+
+// EventRowsFreshFor is how long an event row is answered from memory.
+const EventRowsFreshFor = 10 * time.Second
+
+// ForgetEvents makes the next read of each event's row go to Postgres
+// (the row stays the outage fallback, lastGood).
+func (s *Service) ForgetEvents(eventIDs ...string) { s.stale.forget("EventsByIDs", eventIDs) }
+
+// CachedEvent is the event if its row was read within EventRowsFreshFor
+// and not forgotten since (no query).
+func (s *Service) CachedEvent(id string) (Event, bool) { return cached[Event](s, "EventsByIDs", id, nil) }
+
+// cachedRows splits ids into the answers of an immutable or fresh kind
+// already in memory and the ids still to load (all of them for other
+// kinds).
 func cachedRows[T any](s *Service, kind string, ids []string, usable func(T) bool) (map[string]T, []string) {
-	if !immutable[kind] {
+	if !immutable[kind] && fresh[kind] == 0 {
 		return nil, ids
 	}
 	var hit map[string]T
@@ -40,10 +66,14 @@ func cachedRows[T any](s *Service, kind string, ids []string, usable func(T) boo
 
 func cached[T any](s *Service, kind, id string, usable func(T) bool) (T, bool) {
 	var zero T
-	if !immutable[kind] {
-		return zero, false
+	var v any
+	var ok bool
+	switch {
+	case immutable[kind]:
+		v, ok = s.stale.peek(kind, id)
+	case fresh[kind] > 0:
+		v, ok = s.stale.within(kind, id, fresh[kind])
 	}
-	v, ok := s.stale.peek(kind, id)
 	if !ok {
 		return zero, false
 	}

@@ -28,8 +28,9 @@ type lastGood struct {
 }
 
 type staleEntry struct {
-	v  any
-	at time.Time
+	v         any
+	at        time.Time
+	forgotten bool // within never answers it (ForgetEvents)
 }
 
 func (c *lastGood) put(kind, id string, v any) {
@@ -49,6 +50,31 @@ func (c *lastGood) get(kind, id string) (any, bool) {
 		return nil, false
 	}
 	return e.v, true
+}
+
+// within is the last good answer of a key read within d and not
+// forgotten since.
+func (c *lastGood) within(kind, id string, d time.Duration) (any, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.m[kind+"|"+id]
+	if !ok || e.forgotten || c.now().Sub(e.at) >= d {
+		return nil, false
+	}
+	return e.v, true
+}
+
+// forget marks the keys' answers as not to be given by within (get, the
+// outage fallback, still gives them).
+func (c *lastGood) forget(kind string, ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if e, ok := c.m[kind+"|"+id]; ok {
+			e.forgotten = true
+			c.m[kind+"|"+id] = e
+		}
+	}
 }
 
 // peek is the last good answer of a key whatever its age (for the kinds

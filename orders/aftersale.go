@@ -172,6 +172,9 @@ func (s *Service) CancelEvent(ctx context.Context, user auth.User, eventID, reas
 	if err != nil {
 		return fmt.Errorf("cancel event: %w", err)
 	}
+	if s.cfg.EventChanged != nil {
+		s.cfg.EventChanged(eventID)
+	}
 	return s.sweepCancelled(ctx, eventID, reason)
 }
 

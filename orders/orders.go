@@ -87,6 +87,10 @@ type Config struct {
 	// Queue, if set, releases the buyer's admission on confirmation and
 	// ends a cancelled event's queue.
 	Queue Queue
+	// EventChanged, if set, is told of an event this instance has just
+	// changed (a cancellation committed), so that what it keeps of the
+	// event in memory (catalog.Service.ForgetEvents) is read again.
+	EventChanged func(eventIDs ...string)
 	// ProviderTimeout bounds one provider call (10s).
 	ProviderTimeout time.Duration
 	// ReconcileAfter: open attempts untouched this long are queried at the

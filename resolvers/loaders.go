@@ -68,7 +68,7 @@ func NewLoaders(cat *catalog.Service, opts ...dataloadgen.Option) *Loaders {
 	o := append([]dataloadgen.Option{dataloadgen.WithWait(loaderWait)}, opts...)
 	return &Loaders{
 		VenueByID:           newLoader(notFound("venue", cat.VenuesByIDs), cat.CachedVenue, o),
-		EventByID:           newLoader(notFound("event", cat.EventsByIDs), nil, o),
+		EventByID:           newLoader(notFound("event", cat.EventsByIDs), cat.CachedEvent, o),
 		ArtistByID:          newLoader(notFound("artist", cat.ArtistsByIDs), cat.CachedArtist, o),
 		SectionByID:         newLoader(notFound("section", cat.SectionsByIDs), cat.CachedSection, o),
 		SeatByID:            newLoader(notFound("seat", cat.SeatsByIDs), cat.CachedSeat, o),

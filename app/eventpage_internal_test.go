@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/catalog"
 	"github.com/ticketing/ticketing/holds"
 )
 
@@ -112,4 +113,39 @@ func gaSection(t *testing.T, a *App, eventID string) string {
 	require.NoError(t, a.Pool.QueryRow(context.Background(),
 		`SELECT section_id::text FROM inventory WHERE event_id = $1 AND unit_no IS NOT NULL LIMIT 1`, eventID).Scan(&id))
 	return id
+}
+
+func saleStatus(t *testing.T, base, eventID string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": `query($id: ID!) { event(id: $id) { saleStatus } }`,
+		"variables": map[string]any{"id": eventID}})
+	resp, err := http.Post(base+"/graphql", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var r struct {
+		Data   struct{ Event struct{ SaleStatus string } }
+		Errors []json.RawMessage
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+	require.Empty(t, r.Errors)
+	return r.Data.Event.SaleStatus
+}
+
+// TestEventRowsForgottenOnCancel: event rows are answered from memory
+// (catalog.EventRowsFreshFor), yet a cancellation shows at once on the
+// instance that made it and, through the relay's announcement, on the
+// others well before that time is up.
+func TestEventRowsForgottenOnCancel(t *testing.T) {
+	apps, srvs := seatMapInstances(t, 2)
+	eventID, _ := seatMapEvent(t, apps[0])
+	for _, s := range srvs {
+		require.Equal(t, "ON_SALE", saleStatus(t, s.URL, eventID)) // each instance keeps the row
+	}
+	require.NoError(t, apps[0].Orders.CancelEvent(context.Background(),
+		auth.User{ID: "admin", Roles: []string{"admin"}}, eventID, "storm"))
+	require.Equal(t, "ENDED", saleStatus(t, srvs[0].URL, eventID)) // a cancelled sale has ended
+	start := time.Now()
+	require.Eventually(t, func() bool { return saleStatus(t, srvs[1].URL, eventID) == "ENDED" },
+		catalog.EventRowsFreshFor/2, 20*time.Millisecond)
+	t.Logf("the other instance showed the cancellation after %s", time.Since(start))
 }
