@@ -21,9 +21,9 @@ mkdir -p "$out"
 go build -o "$out/holdsbench" ./bench/holds
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== createHold, one Redis ($TEST_REDIS_URL)"
-"$out/holdsbench" -duration "${DURATION:-8s}" -clients 64 -baselines=false -redis "$TEST_REDIS_URL"
+"$out/holdsbench" -duration "${DURATION:-8s}" -clients 64 -baselines=false -ga-capacities "" -redis "$TEST_REDIS_URL"
 echo "== createHold, Redis Cluster ($TEST_REDIS_CLUSTER_ADDRS)"
-"$out/holdsbench" -duration "${DURATION:-8s}" -clients 64 -baselines=false -redis-cluster "$TEST_REDIS_CLUSTER_ADDRS"
+"$out/holdsbench" -duration "${DURATION:-8s}" -clients 64 -baselines=false -ga-capacities "" -redis-cluster "$TEST_REDIS_CLUSTER_ADDRS"
 echo "== browsing, primary up and down"
 READS_BENCH_EVENTS=${EVENTS:-2000} READS_BENCH_DURATION=${READ_FOR:-10s} \
 	go test -count=1 ./bench/reads -run TestReadsBenchmark -v -timeout 30m | grep -E 'reads_bench_test|^(ok|FAIL|---)'
