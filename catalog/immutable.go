@@ -40,7 +40,9 @@ func (s *Service) ForgetEvents(eventIDs ...string) { s.stale.forget("EventsByIDs
 
 // CachedEvent is the event if its row was read within EventRowsFreshFor
 // and not forgotten since (no query).
-func (s *Service) CachedEvent(id string) (Event, bool) { return cached[Event](s, "EventsByIDs", id, nil) }
+func (s *Service) CachedEvent(id string) (Event, bool) {
+	return cached[Event](s, "EventsByIDs", id, nil)
+}
 
 // cachedRows splits ids into the answers of an immutable or fresh kind
 // already in memory and the ids still to load (all of them for other
