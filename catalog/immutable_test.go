@@ -15,7 +15,8 @@ import (
 
 // Rows that never change are answered from memory once loaded (no query:
 // they still answer with the pool closed); events, which a cancellation
-// changes, are always read; an empty list is not kept.
+// changes, are answered from memory only until forgotten (and for
+// EventRowsFreshFor: eventrows_test.go); an empty list is not kept.
 func TestImmutableRowsFromMemory(t *testing.T) {
 	t.Parallel()
 	pool := testdb.NewPool(t)
@@ -55,7 +56,10 @@ func TestImmutableRowsFromMemory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, prices[e.ID], againPrices[e.ID])
 	_, err = svc.EventsByIDs(ctx, []string{e.ID})
-	require.Error(t, err, "events are read from Postgres every time")
+	require.NoError(t, err, "an event row read a moment ago")
+	svc.ForgetEvents(e.ID)
+	_, err = svc.EventsByIDs(ctx, []string{e.ID})
+	require.Error(t, err, "a forgotten event is read from Postgres")
 	_, err = svc.PricesByEventIDs(ctx, []string{e.ID, unknown})
 	require.Error(t, err, "the empty list is queried again")
 }

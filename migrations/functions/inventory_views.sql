@@ -7,7 +7,7 @@
 -- consumer dropped it as not newer.) Read by the live seat map
 -- (store.SeatMapGA: the projection's load and the relay's recount); a
 -- filter on event_id (and section_id) is pushed into the grouping. held,
--- sold and capacity (appended: CREATE OR REPLACE VIEW only adds columns at
+-- sold and capacity (appended: a view replaced in place only gains columns at
 -- the end) count as the event's availability does (store.InventoryAvailability),
 -- so an event page reads its availability off the live map (seatmap.Counts).
 CREATE OR REPLACE VIEW ga_availability AS
