@@ -12,9 +12,10 @@
 --   4. explicit seats: one conditional UPDATE per seat in inventory id order
 --      (the order every multi-row locker of inventory uses): unknown_seats,
 --      seats_unavailable (DETAIL: the seat ids);
---   5. best available: searched one row_index at a time, front to back
---      (from the caller's hint p_best_from, then the rows before it),
---      SKIP LOCKED, retried p_best_retries times: best_unavailable;
+--   5. best available: picked by hold_pick_best (below), one row_index at
+--      a time, front to back (from the caller's hint p_best_from, then the
+--      rows before it), among the rows' unsold seats, SKIP LOCKED, retried
+--      p_best_retries times: best_unavailable;
 --   6. general admission: units picked by inventory_ga_pick, SKIP LOCKED,
 --      from a random unit on, then expired holds: ga_unavailable (DETAIL:
 --      the section id);
@@ -33,6 +34,26 @@
 -- rows a hold inserts to the hottest rows of a sale; the inventory UPDATE is
 -- a HOT update (see the inventory table in 00020_baseline.sql); a one-seat
 -- hold finds its inventory id by a scalar lookup whose plan is cached.
+-- The centre of a row of seats (its lowest and highest numbers, whatever
+-- their inventory), which best-available seats are nearest to: two probes
+-- of seats' (section_id, row_label, number) index.
+CREATE OR REPLACE FUNCTION row_centre(p_section uuid, p_row int, p_label text) RETURNS numeric
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT ((SELECT number FROM seats WHERE section_id = p_section AND row_label = p_label AND row_index = p_row
+             ORDER BY number LIMIT 1)
+          + (SELECT number FROM seats WHERE section_id = p_section AND row_label = p_label AND row_index = p_row
+             ORDER BY number DESC LIMIT 1)) / 2.0
+$$;
+
+-- The first row_index after p_after with an unsold seat of the event (in
+-- any section), or NULL: one probe of inventory_open_seats.
+CREATE OR REPLACE FUNCTION next_open_row(p_event uuid, p_after int) RETURNS int
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT open_row FROM inventory
+    WHERE event_id = p_event AND open_row > p_after
+    ORDER BY open_row LIMIT 1
+$$;
+
 CREATE OR REPLACE FUNCTION hold_create(
     p_owner text, p_key text, p_hash bytea, p_hold uuid, p_event uuid,
     p_seats uuid[], p_best_qty int, p_best_section uuid, p_best_adjacent boolean, p_best_retries int,
@@ -46,17 +67,12 @@ DECLARE
     v_q      int;
     v_ids    bigint[];
     v_id     bigint;
-    v_run    bigint[];
-    v_got    bigint[];
     v_best   bigint[];
-    v_excl   bigint[] := '{}';
     v_all    bigint[] := '{}';
     v_asked  bigint;
     v_ga     bigint[];
     v_pick   bigint[];
     v_start  bigint;
-    v_secs   uuid[];
-    v_rows   int[];
     v_row    int;
     v_n      int;
     v_items  int;
@@ -166,118 +182,11 @@ BEGIN
         v_all := v_ids;
     END IF;
 
-    -- 5. Best available: candidates locked with SKIP LOCKED, so concurrent
-    -- buyers pick different seats instead of queueing; a run partly taken
-    -- meanwhile is excluded and the pick retried.
+    -- 5. Best available: the seats picked and locked by hold_pick_best
+    -- (below), then taken.
     IF coalesce(p_best_qty, 0) > 0 THEN
-        -- The candidate sections (those of the event's venue, or the one
-        -- asked for; the searches below read only seats with inventory of
-        -- this event, as before) and their row indexes, front to back.
-        SELECT coalesce(array_agg(sc.id), '{}') INTO v_secs
-        FROM events e JOIN sections sc ON sc.venue_id = e.venue_id
-        WHERE e.id = p_event AND (p_best_section IS NULL OR sc.id = p_best_section);
-        SELECT coalesce(array_agg(DISTINCT row_index ORDER BY row_index), '{}') INTO v_rows
-        FROM seats WHERE section_id = ANY (v_secs);
-        -- The caller's hint, p_best_from: the row where a recent search of
-        -- this event found seats (holds.Service keeps it for ten seconds,
-        -- then searches from the front again). The rows from it to the
-        -- back are searched first, then those in front of it, so a hinted
-        -- search does not read every full row in front of the hint (a
-        -- search from the front of 4 sections with 21 full rows read 8,400
-        -- seats, ~60 ms); it still finds seats wherever some are free.
-        IF p_best_from IS NOT NULL THEN
-            v_rows := ARRAY(SELECT r FROM unnest(v_rows) r WHERE r >= p_best_from ORDER BY r)
-                   || ARRAY(SELECT r FROM unnest(v_rows) r WHERE r < p_best_from ORDER BY r);
-        END IF;
-        IF p_best_adjacent THEN
-            -- The best run of p_best_qty consecutive holdable seats in one
-            -- row: lowest row_index, then nearest the row's centre. The
-            -- lowest row_index with any such run holds the best one, so the
-            -- rows are searched one row_index at a time, front to back, and
-            -- the search stops at the first that has a run (00020: it read
-            -- every seat of the section(s), and computed a row's centre once
-            -- per candidate run, 1-2 s on a 20,000-seat section).
-            FOR k IN 1 .. p_best_retries LOOP
-                v_run := NULL;
-                FOREACH v_row IN ARRAY v_rows LOOP
-                    WITH free AS (
-                        SELECT i.id, s.section_id, s.row_index, s.row_label, s.number,
-                               s.number - row_number() OVER (PARTITION BY s.section_id, s.row_index, s.row_label ORDER BY s.number) AS grp
-                        FROM seats s
-                        -- one index lookup per seat of the row (OFFSET 0 keeps
-                        -- the planner from hashing the event's whole inventory)
-                        CROSS JOIN LATERAL (SELECT id, section_id, status, expires_at FROM inventory
-                                            WHERE event_id = p_event AND seat_id = s.id OFFSET 0) i
-                        WHERE s.section_id = ANY (v_secs) AND s.row_index = v_row
-                          AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                          AND inventory_holdable(i.status, i.expires_at)
-                          AND NOT (i.id = ANY (v_excl))
-                    ), centre AS ( -- each row's centre, all its seats (free or not) counted
-                        SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
-                        FROM seats
-                        WHERE section_id = ANY (v_secs) AND row_index = v_row
-                        GROUP BY section_id, row_index, row_label
-                    ), runs AS (
-                        SELECT section_id, row_index, row_label, number AS first,
-                               lead(number, p_best_qty - 1) OVER (PARTITION BY section_id, row_index, row_label, grp ORDER BY number) AS last
-                        FROM free
-                    ), best AS (
-                        SELECT r.* FROM runs r
-                        JOIN centre c USING (section_id, row_index, row_label)
-                        WHERE r.last IS NOT NULL
-                        ORDER BY r.row_index, abs((r.first + r.last) / 2.0 - c.center), r.section_id, r.first
-                        LIMIT 1
-                    )
-                    SELECT array_agg(f.id ORDER BY f.id) INTO v_run
-                    FROM free f JOIN best b
-                      ON f.section_id = b.section_id AND f.row_index = b.row_index AND f.row_label = b.row_label
-                     AND f.number BETWEEN b.first AND b.last;
-                    o_best_row := v_row;
-                    EXIT WHEN v_run IS NOT NULL;
-                END LOOP;
-                EXIT WHEN v_run IS NULL;
-                SELECT coalesce(array_agg(l.id), '{}') INTO v_got
-                FROM (SELECT id FROM inventory
-                      WHERE event_id = p_event AND id = ANY (v_run)
-                        AND inventory_holdable(status, expires_at)
-                      ORDER BY id FOR UPDATE SKIP LOCKED) l;
-                IF cardinality(v_got) = cardinality(v_run) THEN
-                    v_best := v_run;
-                    EXIT;
-                END IF;
-                v_excl := v_excl || ARRAY(SELECT x FROM unnest(v_run) x WHERE x <> ALL (v_got));
-            END LOOP;
-        ELSE
-            -- The best holdable seats anywhere: front rows, then central,
-            -- taken row_index by row_index, front to back, until there are
-            -- p_best_qty (the order of 00014's single query: row_index, then
-            -- distance to the row's centre, then id).
-            v_best := '{}';
-            FOREACH v_row IN ARRAY v_rows LOOP
-                SELECT coalesce(array_agg(b.id), '{}') INTO v_got FROM (
-                    SELECT i.id FROM seats s
-                    CROSS JOIN LATERAL (SELECT id, section_id, status, expires_at FROM inventory
-                                        WHERE event_id = p_event AND seat_id = s.id OFFSET 0) i
-                    JOIN (SELECT section_id, row_index, row_label, (min(number) + max(number)) / 2.0 AS center
-                          FROM seats WHERE section_id = ANY (v_secs) AND row_index = v_row
-                          GROUP BY section_id, row_index, row_label) c
-                      ON c.section_id = s.section_id AND c.row_index = s.row_index AND c.row_label = s.row_label
-                    WHERE s.section_id = ANY (v_secs) AND s.row_index = v_row
-                      AND (p_best_section IS NULL OR i.section_id = p_best_section)
-                      AND inventory_holdable(i.status, i.expires_at)
-                    ORDER BY abs(s.number - c.center), i.id
-                    LIMIT p_best_qty - cardinality(v_best)
-                    FOR UPDATE OF i SKIP LOCKED) b;
-                IF o_best_row IS NULL AND cardinality(v_got) > 0 THEN
-                    o_best_row := v_row;
-                END IF;
-                v_best := v_best || v_got;
-                EXIT WHEN cardinality(v_best) >= p_best_qty;
-            END LOOP;
-            IF coalesce(cardinality(v_best), 0) < p_best_qty THEN
-                v_best := NULL;
-            END IF;
-        END IF;
+        SELECT b.o_ids, b.o_row INTO v_best, o_best_row
+        FROM hold_pick_best(p_event, p_best_qty, p_best_section, p_best_adjacent, p_best_retries, p_best_from) b;
         IF v_best IS NOT NULL THEN
             UPDATE inventory
             SET status = 'HELD', hold_id = p_hold, owner = p_owner, expires_at = ev.expires_at,
@@ -401,3 +310,160 @@ BEGIN
     o_expires_at := ev.expires_at;
 END
 $$;
+
+-- hold_pick_best: hold_create's step 5, the best-available pick. Candidates
+-- are locked with SKIP LOCKED, so concurrent buyers pick different seats
+-- instead of queueing; a run partly taken meanwhile is excluded and the
+-- pick retried. Returns the locked inventory ids (NULL when there are not
+-- enough) and the row where seats were found (the caller's next hint).
+--
+-- Its statements run once per row searched, with that row as a parameter:
+-- planned for each call (Postgres's default for a plan whose parameters
+-- change), planning cost more than running them (a search of 26 rows late
+-- in a sale: 9-13 ms, 2 ms with generic plans; bench/RESULTS.md,
+-- 2026-12-04), hence plan_cache_mode here and only here.
+CREATE OR REPLACE FUNCTION hold_pick_best(
+    p_event uuid, p_best_qty int, p_best_section uuid, p_best_adjacent boolean, p_best_retries int, p_best_from int,
+    OUT o_ids bigint[], OUT o_row int)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_secs  uuid[];
+    v_row   int;
+    v_next  int;
+    v_wrapped boolean;
+    v_run   bigint[];
+    v_got   bigint[];
+    v_best  bigint[];
+    v_excl  bigint[] := '{}';
+BEGIN
+    -- The candidate sections: those of the event's venue, or the one asked
+    -- for.
+    SELECT coalesce(array_agg(sc.id), '{}') INTO v_secs
+    FROM events e JOIN sections sc ON sc.venue_id = e.venue_id
+    WHERE e.id = p_event AND (p_best_section IS NULL OR sc.id = p_best_section);
+    -- The rows searched are those that still have unsold seats of this
+    -- event, in any section, each found by one probe of
+    -- inventory_open_seats (00022, next_open_row), so the rows sold out are
+    -- never read (00021 listed every row of the sections from seats and
+    -- read each seat of each row it searched: late in a sale, 25-42 ms to
+    -- find or miss a handful of free seats). They are walked from the
+    -- caller's hint, p_best_from, to the back, then from the front to the
+    -- hint: the hint is the row where a recent search of this event found
+    -- seats (holds.Service keeps it for ten seconds, then searches from the
+    -- front again), so a hinted search does not read the rows in front of
+    -- it, whose unsold seats are likely held; it still finds seats
+    -- wherever some are free. Without a hint, from the front (row_index is
+    -- never negative).
+    -- In each row, the candidates are its holdable seats, read from
+    -- inventory_open_seats (a row's unsold seats); the row's centre
+    -- (row_centre) counts all its seats, sold or not, and is computed
+    -- once per row label that has candidates.
+    IF p_best_adjacent THEN
+        -- The best run of p_best_qty consecutive holdable seats in one
+        -- row: lowest row_index, then nearest the row's centre. The
+        -- lowest row_index with any such run holds the best one, so the
+        -- rows are searched one row_index at a time, front to back, and
+        -- the search stops at the first that has a run (00020: it read
+        -- every seat of the section(s), and computed a row's centre once
+        -- per candidate run, 1-2 s on a 20,000-seat section).
+        FOR k IN 1 .. p_best_retries LOOP
+            v_run := NULL;
+            v_row := coalesce(p_best_from, 0) - 1;
+            v_wrapped := p_best_from IS NULL;
+            LOOP
+                v_next := next_open_row(p_event, v_row);
+                IF v_next IS NULL OR (v_wrapped AND v_next >= p_best_from) THEN
+                    EXIT WHEN v_wrapped;
+                    v_wrapped := true;
+                    v_row := -1;
+                    CONTINUE;
+                END IF;
+                v_row := v_next;
+                WITH free AS (
+                    SELECT i.id, i.section_id, s.row_label, s.number,
+                           s.number - row_number() OVER (PARTITION BY i.section_id, s.row_label ORDER BY s.number) AS grp
+                    FROM inventory i JOIN seats s ON s.id = i.seat_id
+                    WHERE i.event_id = p_event AND i.open_row = v_row AND i.section_id = ANY (v_secs)
+                      AND inventory_holdable(i.status, i.expires_at)
+                      AND NOT (i.id = ANY (v_excl))
+                ), runs AS (
+                    SELECT section_id, row_label, number AS first,
+                           lead(number, p_best_qty - 1) OVER (PARTITION BY section_id, row_label, grp ORDER BY number) AS last
+                    FROM free
+                ), centre AS MATERIALIZED ( -- once per row label, not per run
+                    SELECT k.section_id, k.row_label, row_centre(k.section_id, v_row, k.row_label) AS center
+                    FROM (SELECT DISTINCT section_id, row_label FROM runs WHERE last IS NOT NULL) k
+                ), best AS (
+                    SELECT r.* FROM runs r
+                    JOIN centre c USING (section_id, row_label)
+                    WHERE r.last IS NOT NULL
+                    ORDER BY abs((r.first + r.last) / 2.0 - c.center), r.section_id, r.first
+                    LIMIT 1
+                )
+                SELECT array_agg(f.id ORDER BY f.id) INTO v_run
+                FROM free f JOIN best b
+                  ON f.section_id = b.section_id AND f.row_label = b.row_label
+                 AND f.number BETWEEN b.first AND b.last;
+                o_row := v_row;
+                EXIT WHEN v_run IS NOT NULL;
+            END LOOP;
+            EXIT WHEN v_run IS NULL;
+            SELECT coalesce(array_agg(l.id), '{}') INTO v_got
+            FROM (SELECT id FROM inventory
+                  WHERE event_id = p_event AND id = ANY (v_run)
+                    AND inventory_holdable(status, expires_at)
+                  ORDER BY id FOR UPDATE SKIP LOCKED) l;
+            IF cardinality(v_got) = cardinality(v_run) THEN
+                v_best := v_run;
+                EXIT;
+            END IF;
+            v_excl := v_excl || ARRAY(SELECT x FROM unnest(v_run) x WHERE x <> ALL (v_got));
+        END LOOP;
+    ELSE
+        -- The best holdable seats anywhere: front rows, then central,
+        -- taken row_index by row_index, front to back, until there are
+        -- p_best_qty (the order of 00014's single query: row_index, then
+        -- distance to the row's centre, then id).
+        v_best := '{}';
+        v_row := coalesce(p_best_from, 0) - 1;
+        v_wrapped := p_best_from IS NULL;
+        LOOP
+            v_next := next_open_row(p_event, v_row);
+            IF v_next IS NULL OR (v_wrapped AND v_next >= p_best_from) THEN
+                EXIT WHEN v_wrapped;
+                v_wrapped := true;
+                v_row := -1;
+                CONTINUE;
+            END IF;
+            v_row := v_next;
+            WITH free AS MATERIALIZED (
+                SELECT i.id, i.section_id, s.row_label, s.number
+                FROM inventory i JOIN seats s ON s.id = i.seat_id
+                WHERE i.event_id = p_event AND i.open_row = v_row AND i.section_id = ANY (v_secs)
+                  AND inventory_holdable(i.status, i.expires_at)
+            ), centre AS MATERIALIZED ( -- once per row label, not per seat
+                SELECT k.section_id, k.row_label, row_centre(k.section_id, v_row, k.row_label) AS center
+                FROM (SELECT DISTINCT section_id, row_label FROM free) k
+            )
+            SELECT coalesce(array_agg(b.id), '{}') INTO v_got FROM (
+                SELECT i.id FROM free f
+                JOIN centre c USING (section_id, row_label)
+                JOIN inventory i ON i.event_id = p_event AND i.id = f.id
+                WHERE inventory_holdable(i.status, i.expires_at)
+                ORDER BY abs(f.number - c.center), f.id
+                LIMIT p_best_qty - cardinality(v_best)
+                FOR UPDATE OF i SKIP LOCKED) b;
+            IF o_row IS NULL AND cardinality(v_got) > 0 THEN
+                o_row := v_row;
+            END IF;
+            v_best := v_best || v_got;
+            EXIT WHEN cardinality(v_best) >= p_best_qty;
+        END LOOP;
+        IF coalesce(cardinality(v_best), 0) < p_best_qty THEN
+            v_best := NULL;
+        END IF;
+    END IF;
+    o_ids := v_best;
+END
+$$;
+
