@@ -76,6 +76,7 @@ type App struct {
 	stopNotify func()
 	outboxKick func()
 	ordersPool *pgxpool.Pool
+	notifyPool *pgxpool.Pool // provider notifications (initOrders)
 	// checkout is what the adaptive admission controller reads besides the
 	// hold path (pressure.go).
 	checkout checkoutGauges
@@ -253,6 +254,9 @@ func (a *App) Close() {
 	}
 	if a.ordersPool != nil {
 		a.ordersPool.Close()
+	}
+	if a.notifyPool != nil {
+		a.notifyPool.Close()
 	}
 	a.Pool.Close()
 }

@@ -59,6 +59,20 @@ func (a *App) initOrders() error {
 	}
 	st := store.New(a.ordersPool).WithHealth(a.PrimaryHealth)
 	st.SetOutboxHook(a.outboxKick)
+	// And provider notifications one more: in a sale the orders pool is
+	// busy with createOrder, order reads and reconciliation, and a paid
+	// order's confirmation must not queue behind them (bench/RESULTS.md,
+	// 2026-12-04). A handful of connections: each notification is one
+	// short transaction.
+	ncfg := pcfg.Copy()
+	if !strings.Contains(a.Cfg.DatabaseURL, "pool_max_conns") {
+		ncfg.MaxConns = 6
+	}
+	if a.notifyPool, err = pgxpool.NewWithConfig(context.Background(), ncfg); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	cfg.Notifications = store.New(a.notifyPool).WithHealth(a.PrimaryHealth)
+	cfg.Notifications.SetOutboxHook(a.outboxKick)
 	a.Orders, err = orders.New(st, cfg)
 	if err != nil {
 		return err

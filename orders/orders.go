@@ -115,6 +115,12 @@ type Config struct {
 	// intervals, so a refund or dispute the provider made whose
 	// notification was lost still refunds the order.
 	RecheckSucceededFor time.Duration
+	// Notifications, if set, is the store provider notifications are
+	// applied through (ApplyNotification, the webhook): a pool of their
+	// own, so that a confirmation never waits for a connection behind
+	// createOrder, order reads and reconciliation in a sale (default: the
+	// service's store).
+	Notifications *store.Store
 	// Simulate is sent as the sandbox's per-payment fault injection with
 	// every create (tests and demos only).
 	Simulate map[string]any
@@ -142,6 +148,9 @@ func New(st *store.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.ProviderName == "" {
 		cfg.ProviderName = "sandbox"
+	}
+	if cfg.Notifications == nil {
+		cfg.Notifications = st
 	}
 	if cfg.ProviderTimeout <= 0 {
 		cfg.ProviderTimeout = 10 * time.Second

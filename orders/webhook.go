@@ -58,13 +58,13 @@ func (s *Service) WebhookHandler() http.Handler {
 // by its id through webhook_inbox in the same transaction as its effect,
 // then applied through the state machine, advance (duplicates and
 // reordered ones change nothing). A notification about a payment we do not know is
-// recorded and ignored.
+// recorded and ignored. It runs on Config.Notifications (a pool of its own).
 func (s *Service) ApplyNotification(ctx context.Context, provider string, n payments.Notification, raw []byte) error {
 	if !json.Valid(raw) {
 		raw, _ = json.Marshal(map[string]any{"id": n.ID, "type": n.Type, "payment": n.Payment})
 	}
 	var eff effects
-	err := s.st.InTx(ctx, func(tx *store.Store) error {
+	err := s.cfg.Notifications.InTx(ctx, func(tx *store.Store) error {
 		fresh, err := tx.InboxInsert(ctx, n.ID, provider, n.Type, raw)
 		if err != nil || !fresh {
 			return err
