@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ticketing/ticketing/app"
 	"github.com/ticketing/ticketing/internal/apptest"
 	"github.com/ticketing/ticketing/internal/testdb"
 	"github.com/ticketing/ticketing/queue"
@@ -22,15 +23,7 @@ import (
 func TestNotificationAppliedWhileHoldsFloodThePool(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.NewDatabase(t)
-	a, srv, ev := paysimApp(t, dbURL, nil)
-	buyer := mint(t, "buyer")
-
-	var hold struct {
-		CreateHold struct{ ID string } `json:"createHold"`
-	}
-	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($e: ID!, $s: [ID!]) { createHold(input: {eventId: $e, seatIds: $s, idempotencyKey: "h1"}) { id } }`,
-		map[string]any{"e": ev.ID, "s": []string{ev.Seats[0]}}, &hold))
-	orderID, checkoutURL := orderHold(t, srv.URL, buyer, hold.CreateHold.ID)
+	a, orderID, checkoutURL := orderedApp(t, dbURL)
 
 	// The flood: take every connection of the main pool and keep them.
 	n := exhaust(t, a.Pool)
@@ -96,6 +89,17 @@ func payAndAwaitConfirmation(t *testing.T, dbURL, checkoutURL, orderID string) t
 func TestNotificationAppliedWhileOrdersFloodTheirPool(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.NewDatabase(t)
+	a, orderID, checkoutURL := orderedApp(t, dbURL)
+
+	n := exhaust(t, a.OrdersPool())
+	took := payAndAwaitConfirmation(t, dbURL, checkoutURL, orderID)
+	t.Logf("confirmed %v after payment, with all %d connections of the orders pool taken", took.Round(time.Millisecond), n)
+}
+
+// orderedApp is an App with paysim on a database of its own and one
+// buyer's order of one seat, awaiting payment at checkoutURL.
+func orderedApp(t *testing.T, dbURL string) (a *app.App, orderID, checkoutURL string) {
+	t.Helper()
 	a, srv, ev := paysimApp(t, dbURL, nil)
 	buyer := mint(t, "buyer")
 	var hold struct {
@@ -103,9 +107,6 @@ func TestNotificationAppliedWhileOrdersFloodTheirPool(t *testing.T) {
 	}
 	require.Empty(t, apptest.GraphQL(t, srv.URL, buyer, `mutation($e: ID!, $s: [ID!]) { createHold(input: {eventId: $e, seatIds: $s, idempotencyKey: "h1"}) { id } }`,
 		map[string]any{"e": ev.ID, "s": []string{ev.Seats[0]}}, &hold))
-	orderID, checkoutURL := orderHold(t, srv.URL, buyer, hold.CreateHold.ID)
-
-	n := exhaust(t, a.OrdersPool())
-	took := payAndAwaitConfirmation(t, dbURL, checkoutURL, orderID)
-	t.Logf("confirmed %v after payment, with all %d connections of the orders pool taken", took.Round(time.Millisecond), n)
+	orderID, checkoutURL = orderHold(t, srv.URL, buyer, hold.CreateHold.ID)
+	return a, orderID, checkoutURL
 }

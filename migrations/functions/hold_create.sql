@@ -54,6 +54,27 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     ORDER BY open_row LIMIT 1
 $$;
 
+-- The row a best-available search reads after p_prev (NULL: its first),
+-- among the rows with unsold seats, in the search's order: from the hint
+-- p_from to the back, then from the front to the hint (without a hint,
+-- front to back; row_index is never negative); NULL when none is left.
+CREATE OR REPLACE FUNCTION next_best_row(p_event uuid, p_from int, p_prev int) RETURNS int
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    n int;
+BEGIN
+    IF p_prev IS NULL OR p_prev >= coalesce(p_from, 0) THEN -- from the hint to the back
+        n := next_open_row(p_event, coalesce(p_prev, coalesce(p_from, 0) - 1));
+        IF n IS NOT NULL OR p_from IS NULL THEN
+            RETURN n;
+        END IF;
+        p_prev := -1; -- then from the front
+    END IF;
+    n := next_open_row(p_event, p_prev);
+    RETURN CASE WHEN n < p_from THEN n END;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION hold_create(
     p_owner text, p_key text, p_hash bytea, p_hold uuid, p_event uuid,
     p_seats uuid[], p_best_qty int, p_best_section uuid, p_best_adjacent boolean, p_best_retries int,
@@ -329,8 +350,6 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     v_secs  uuid[];
     v_row   int;
-    v_next  int;
-    v_wrapped boolean;
     v_run   bigint[];
     v_got   bigint[];
     v_best  bigint[];
@@ -343,7 +362,7 @@ BEGIN
     WHERE e.id = p_event AND (p_best_section IS NULL OR sc.id = p_best_section);
     -- The rows searched are those that still have unsold seats of this
     -- event, in any section, each found by one probe of
-    -- inventory_open_seats (00022, next_open_row), so the rows sold out are
+    -- inventory_open_seats (00022, next_best_row), so the rows sold out are
     -- never read (00021 listed every row of the sections from seats and
     -- read each seat of each row it searched: late in a sale, 25-42 ms to
     -- find or miss a handful of free seats). They are walked from the
@@ -368,17 +387,10 @@ BEGIN
         -- per candidate run, 1-2 s on a 20,000-seat section).
         FOR k IN 1 .. p_best_retries LOOP
             v_run := NULL;
-            v_row := coalesce(p_best_from, 0) - 1;
-            v_wrapped := p_best_from IS NULL;
+            v_row := NULL;
             LOOP
-                v_next := next_open_row(p_event, v_row);
-                IF v_next IS NULL OR (v_wrapped AND v_next >= p_best_from) THEN
-                    EXIT WHEN v_wrapped;
-                    v_wrapped := true;
-                    v_row := -1;
-                    CONTINUE;
-                END IF;
-                v_row := v_next;
+                v_row := next_best_row(p_event, p_best_from, v_row);
+                EXIT WHEN v_row IS NULL;
                 WITH free AS (
                     SELECT i.id, i.section_id, s.row_label, s.number,
                            s.number - row_number() OVER (PARTITION BY i.section_id, s.row_label ORDER BY s.number) AS grp
@@ -425,17 +437,10 @@ BEGIN
         -- p_best_qty (the order of 00014's single query: row_index, then
         -- distance to the row's centre, then id).
         v_best := '{}';
-        v_row := coalesce(p_best_from, 0) - 1;
-        v_wrapped := p_best_from IS NULL;
+        v_row := NULL;
         LOOP
-            v_next := next_open_row(p_event, v_row);
-            IF v_next IS NULL OR (v_wrapped AND v_next >= p_best_from) THEN
-                EXIT WHEN v_wrapped;
-                v_wrapped := true;
-                v_row := -1;
-                CONTINUE;
-            END IF;
-            v_row := v_next;
+            v_row := next_best_row(p_event, p_best_from, v_row);
+            EXIT WHEN v_row IS NULL;
             WITH free AS MATERIALIZED (
                 SELECT i.id, i.section_id, s.row_label, s.number
                 FROM inventory i JOIN seats s ON s.id = i.seat_id
