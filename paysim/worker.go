@@ -202,8 +202,9 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 				if ctx.Err() != nil {
 					return // the lease runs out and another attempt follows
 				}
+				sent := time.Now()
 				status, err := s.attempt(ctx, d)
-				if err := s.record(context.WithoutCancel(ctx), d, status, err); err != nil {
+				if err := s.record(context.WithoutCancel(ctx), d, sent, status, err); err != nil {
 					if ctx.Err() == nil {
 						s.log.Error("paysim: record delivery", "err", err)
 					}
@@ -239,9 +240,10 @@ func (s *Server) attempt(ctx context.Context, d delivery) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// record stores an attempt's result: delivered, retried later with
-// backoff, or given up after MaxAttempts or MaxAge.
-func (s *Server) record(ctx context.Context, d delivery, status int, err error) error {
+// record stores an attempt's result (sent: when its POST started):
+// delivered, retried later with backoff, or given up after MaxAttempts or
+// MaxAge.
+func (s *Server) record(ctx context.Context, d delivery, sent time.Time, status int, err error) error {
 	var st *int
 	if status != 0 {
 		st = &status
@@ -249,17 +251,17 @@ func (s *Server) record(ctx context.Context, d delivery, status int, err error) 
 	if err == nil {
 		s.metrics.attempts.WithLabelValues("delivered").Inc()
 		_, err := s.pool.Exec(ctx, `UPDATE paysim.deliveries
-			SET delivered_at = now(), last_status = $2, last_error = '' WHERE id = $1`, d.id, st)
+			SET delivered_at = now(), sent_at = $3, last_status = $2, last_error = '' WHERE id = $1`, d.id, st, sent)
 		return err
 	}
 	s.metrics.attempts.WithLabelValues("failed").Inc()
 	s.log.Info("paysim: webhook delivery failed", "event", d.eventID, "url", d.url, "attempt", d.attempts, "err", err)
 	_, err = s.pool.Exec(ctx, `UPDATE paysim.deliveries
-		SET last_status = $2, last_error = $3,
+		SET last_status = $2, last_error = $3, sent_at = $7,
 			gave_up_at = CASE WHEN attempts >= $4 OR created_at < now() - $5 * interval '1 millisecond' THEN now() END,
 			next_attempt_at = now() + $6 * interval '1 millisecond'
 		WHERE id = $1`, d.id, st, err.Error(), s.opt.MaxAttempts, s.opt.MaxAge.Milliseconds(),
-		s.backoff(d.attempts).Milliseconds())
+		s.backoff(d.attempts).Milliseconds(), sent)
 	return err
 }
 

@@ -29,6 +29,14 @@ type saleFigures struct {
 	NothingLeftAfter                time.Duration
 	NotifyP50, NotifyP99, NotifyMax time.Duration
 	Notified                        int // confirmations with a provider notification to time
+	// Legs splits each confirming notification's time (p50, p99): in
+	// paysim's own delivery queue (payment.succeeded to the POST's start),
+	// on its way in (the POST's start to the confirmation's transaction
+	// start, webhook_inbox.received_at: HTTP, signature, a connection),
+	// and the transaction with the answer's way back (to paysim's
+	// delivered_at). sent -> answered bounds the provider's send to the
+	// committed CONFIRMED from above.
+	Legs []leg
 	// PaidNotConfirmed: payments the provider reported succeeded before
 	// the hold expired whose order never confirmed. Without injected
 	// faults the server alone is to blame for each: it must be 0.
@@ -60,6 +68,51 @@ SELECT (SELECT count(*) FROM c),
         JOIN paysim.events e ON e.payment_id = p.provider_ref AND e.type = 'payment.succeeded'
         WHERE o.event_id = $1 AND e.created_at < h.expires_at AND o.confirmed_at IS NULL)`
 
+// leg is one part of a notification's time.
+type leg struct {
+	Name     string
+	P50, P99 time.Duration
+}
+
+const sqlNotificationLegs = `
+WITH n AS (
+  SELECT DISTINCT ON (o.id) e.created_at AS made, d.sent_at AS sent, i.received_at AS began, d.delivered_at AS answered
+  FROM orders o
+  JOIN payments p ON p.order_id = o.id AND p.status IN ('SUCCEEDED', 'REFUND_PENDING', 'REFUNDED')
+  JOIN paysim.events e ON e.payment_id = p.provider_ref AND e.type = 'payment.succeeded'
+  JOIN paysim.deliveries d ON d.event_id = e.id AND d.delivered_at IS NOT NULL AND d.sent_at IS NOT NULL
+  JOIN webhook_inbox i ON i.id = e.id
+  WHERE o.event_id = $1 AND o.confirmed_at IS NOT NULL
+  ORDER BY o.id, d.delivered_at
+), l AS (
+  SELECT 'paysim queue (succeeded -> sent)' AS name, 1 AS k, extract(epoch FROM sent - made) AS d FROM n
+  UNION ALL SELECT 'way in (sent -> transaction start)', 2, extract(epoch FROM began - sent) FROM n
+  UNION ALL SELECT 'transaction + answer (-> delivered)', 3, extract(epoch FROM answered - began) FROM n
+  UNION ALL SELECT 'sent -> answered (bounds send -> CONFIRMED)', 4, extract(epoch FROM answered - sent) FROM n
+)
+SELECT name, percentile_disc(0.5) WITHIN GROUP (ORDER BY d), percentile_disc(0.99) WITHIN GROUP (ORDER BY d)
+FROM l GROUP BY name, k ORDER BY k`
+
+// notificationLegs reads Legs (none if paysim's schema predates sent_at).
+func (r *Run) notificationLegs(ctx context.Context) ([]leg, error) {
+	rows, err := r.pool.Query(ctx, sqlNotificationLegs, r.EventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []leg
+	for rows.Next() {
+		var l leg
+		var p50, p99 float64
+		if err := rows.Scan(&l.Name, &p50, &p99); err != nil {
+			return nil, err
+		}
+		l.P50, l.P99 = time.Duration(p50*float64(time.Second)), time.Duration(p99*float64(time.Second))
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
 func (r *Run) saleFigures(ctx context.Context) (saleFigures, error) {
 	var f saleFigures
 	var first, last *time.Time
@@ -87,7 +140,8 @@ func (r *Run) saleFigures(ctx context.Context) (saleFigures, error) {
 	}
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	f.NotifyP50, f.NotifyP99, f.NotifyMax = sec(p50), sec(p99), sec(mx)
-	return f, nil
+	f.Legs, err = r.notificationLegs(ctx)
+	return f, err
 }
 
 // write prints the figures with the requests per buyer and the queue's
@@ -112,6 +166,9 @@ func (f saleFigures) write(w io.Writer, r *Run) {
 	}
 	fmt.Fprintf(w, "  notification -> CONFIRMED   p50 %s  p99 %s  max %s (%d confirmations; from paysim's payment.succeeded to orders.confirmed_at)\n",
 		round(f.NotifyP50), round(f.NotifyP99), round(f.NotifyMax), f.Notified)
+	for _, l := range f.Legs {
+		fmt.Fprintf(w, "    %-46s p50 %s  p99 %s\n", l.Name, round(l.P50), round(l.P99))
+	}
 	fmt.Fprintf(w, "  paid before the hold expired but not confirmed: %d\n", f.PaidNotConfirmed)
 	calls := 0
 	for _, st := range r.S.Steps() {
