@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,69 +38,43 @@ func (s *Service) after(ctx context.Context, eff effects, err error) {
 	}
 }
 
-// errNotConfirmable rolls back the confirmation savepoint.
-var errNotConfirmable = errors.New("not confirmable")
-
-// confirm is the confirmation: in a savepoint, the hold's inventory rows
-// still HELD by this very hold and unexpired (database clock) become SOLD;
-// unless all of them do, nothing changes and why says so. Then the hold is
-// PURCHASED, its items' periods open-ended, the order CONFIRMED, tickets
-// issued and the sale written to the outbox. heldAt is when the hold was
-// made.
+// confirm is the confirmation, in two round trips: the hold's inventory
+// rows become SOLD to the order if the hold is ACTIVE and every one of them
+// is still HELD by it and unexpired (database clock), all or nothing
+// (store.SellHold); unless they do, nothing changes and why says so. Then
+// the hold is PURCHASED, its items' periods open-ended, tickets issued, the
+// sale written to the outbox and the order CONFIRMED (store.CompleteSale).
+// heldAt is when the hold was made.
 func (s *Service) confirm(ctx context.Context, tx *store.Store, o Order) (_ *Order, heldAt time.Time, why string, _ error) {
-	var confirmed Order
-	err := tx.InTx(ctx, func(sp *store.Store) error {
-		h, err := sp.GetHoldForUpdate(ctx, o.HoldID)
-		if err != nil {
-			return err
-		}
-		heldAt = h.CreatedAt
-		if h.Status != holds.StatusActive {
-			why = "hold " + h.Status
-			return errNotConfirmable
-		}
-		items, err := sp.HoldItems(ctx, h.ID)
-		if err != nil {
-			return err
-		}
-		sold, err := sp.SellHold(ctx, h.EventID, h.ID, o.ID)
-		if err != nil {
-			return err
-		}
-		if len(sold) != len(items) || len(items) == 0 {
-			why = fmt.Sprintf("only %d of %d seats still held by the hold", len(sold), len(items))
-			return errNotConfirmable
-		}
-		if err := sp.PurchaseHold(ctx, h.ID); err != nil {
-			return err
-		}
-		issued := make([]store.Ticket, 0, len(sold))
-		for _, u := range sold {
-			t := store.Ticket{ID: newID(), OrderID: o.ID, EventID: o.EventID, InventoryID: u.InventoryID,
-				SectionID: u.SectionID, SeatID: u.SeatID}
-			item := ""
-			if u.SeatID != nil {
-				item = tickets.SeatItem(*u.SeatID)
-			} else if u.UnitNo != nil {
-				item = tickets.GAItem(u.SectionID, *u.UnitNo)
-			}
-			if t.Code, err = s.cfg.TicketKeys.Sign(tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item}); err != nil {
-				return err
-			}
-			issued = append(issued, t)
-		}
-		if err := sp.InsertTickets(ctx, issued); err != nil {
-			return err
-		}
-		if err := sp.OutboxInsert(ctx, o.EventID, "inventory", salePayload(o, sold)); err != nil {
-			return err
-		}
-		confirmed, err = sp.ConfirmOrder(ctx, o.ID)
-		return err
-	})
-	if errors.Is(err, errNotConfirmable) {
-		return nil, heldAt, why, nil
+	sale, err := tx.SellHold(ctx, o.EventID, o.HoldID, o.ID)
+	if err != nil {
+		return nil, heldAt, "", err
 	}
+	heldAt = sale.Hold.CreatedAt
+	switch {
+	case sale.Hold.Status != holds.StatusActive:
+		return nil, heldAt, "hold " + sale.Hold.Status, nil
+	case len(sale.Sold) == 0:
+		return nil, heldAt, fmt.Sprintf("only %d of %d seats still held by the hold", sale.Held, sale.Items), nil
+	case len(sale.Sold) != sale.Items:
+		return nil, heldAt, "", fmt.Errorf("hold %s: sold %d of its %d items", o.HoldID, len(sale.Sold), sale.Items)
+	}
+	issued := make([]store.Ticket, 0, len(sale.Sold))
+	for _, u := range sale.Sold {
+		t := store.Ticket{ID: newID(), OrderID: o.ID, EventID: o.EventID, InventoryID: u.InventoryID,
+			SectionID: u.SectionID, SeatID: u.SeatID}
+		item := ""
+		if u.SeatID != nil {
+			item = tickets.SeatItem(*u.SeatID)
+		} else if u.UnitNo != nil {
+			item = tickets.GAItem(u.SectionID, *u.UnitNo)
+		}
+		if t.Code, err = s.cfg.TicketKeys.Sign(tickets.Claims{TicketID: t.ID, EventID: o.EventID, Item: item}); err != nil {
+			return nil, heldAt, "", err
+		}
+		issued = append(issued, t)
+	}
+	confirmed, err := tx.CompleteSale(ctx, o.HoldID, o.ID, o.EventID, issued, salePayload(o, sale.Sold))
 	if err != nil {
 		return nil, heldAt, "", err
 	}

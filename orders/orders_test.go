@@ -434,3 +434,39 @@ func TestAuditIsIncompleteWithoutTheProvidersAnswer(t *testing.T) {
 	require.Equal(t, o.TotalAmount, m.Kept)
 	require.Zero(t, m.Refunded+m.RefundPending+m.Pending)
 }
+
+// TestConfirmationSellsAllOrNothing: a hold of two seats and a GA unit, one
+// of whose rows is no longer held by it when the payment succeeds, confirms
+// nothing: no row of the hold is sold, no ticket issued, the charge is
+// refunded with the reason, and the hold's other rows stay as they were.
+func TestConfirmationSellsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	alice := user("alice")
+	h := e.hold(alice, []int{0, 1}, 1)
+	o, err := e.svc.Create(e.ctx, alice, h.ID, "k1")
+	require.NoError(t, err)
+	p := e.lastPayment(o.ID)
+	// The row of seat 1 is taken from under the hold (as an operator's
+	// release would), the others stay HELD by it.
+	_, err = e.pool.Exec(e.ctx, `UPDATE inventory SET status = 'AVAILABLE', hold_id = NULL, owner = NULL, expires_at = NULL
+		WHERE event_id = $1 AND seat_id = $2`, e.ev.ID, e.ev.Seats[1])
+	require.NoError(t, err)
+
+	pay(t, *p.CheckoutURL, "succeed")
+	e.waitPayment(o.ID, 1, orders.PaymentRefundPending)
+	require.NotEqual(t, orders.OrderConfirmed, e.order(alice, o.ID).Status)
+	require.Equal(t, 0, e.count(`SELECT count(*) FROM inventory WHERE event_id = $1 AND status = 'SOLD'`, e.ev.ID))
+	require.Equal(t, 2, e.count(`SELECT count(*) FROM inventory WHERE hold_id = $1 AND status = 'HELD'`, h.ID))
+	require.Equal(t, 0, e.count(`SELECT count(*) FROM tickets WHERE order_id = $1`, o.ID))
+	require.Equal(t, 1, e.count(`SELECT count(*) FROM payment_events WHERE payment_id = $1 AND reason LIKE '%only 2 of 3 seats still held by the hold%'`, p.ID))
+
+	// The same with every row held: all three are sold, three tickets.
+	h2 := e.hold(alice, []int{2, 3}, 1)
+	o2, err := e.svc.Create(e.ctx, alice, h2.ID, "k2")
+	require.NoError(t, err)
+	pay(t, *e.lastPayment(o2.ID).CheckoutURL, "succeed")
+	e.waitOrder(alice, o2.ID, orders.OrderConfirmed)
+	require.Equal(t, 3, e.count(`SELECT count(*) FROM inventory WHERE order_id = $1 AND status = 'SOLD'`, o2.ID))
+	require.Equal(t, 3, e.count(`SELECT count(*) FROM tickets WHERE order_id = $1`, o2.ID))
+}

@@ -157,7 +157,7 @@ func (s *Service) advance(ctx context.Context, tx *store.Store, o Order, p Payme
 		if to == PaymentSucceeded && (p.Status == PaymentFailed || p.Status == PaymentCancelled) {
 			why += " (overrides our " + p.Status + ": the provider reports the money taken)"
 		}
-		ok, err := tx.TransitionPayment(ctx, p.ID, p.Status, to, why)
+		ok, err := tx.TransitionOrderPayment(ctx, o.ID, p.ID, p.Status, to, why)
 		if err != nil {
 			return eff, err
 		}
@@ -170,9 +170,6 @@ func (s *Service) advance(ctx context.Context, tx *store.Store, o Order, p Payme
 		if p, err = tx.GetPaymentForUpdate(ctx, p.ID); err != nil {
 			return eff, err
 		}
-	}
-	if err := tx.TouchOrder(ctx, o.ID); err != nil {
-		return eff, err
 	}
 	if to == PaymentRefunded && p.Status == PaymentSucceeded {
 		kind := "refund"
@@ -303,12 +300,7 @@ func lockPayment(ctx context.Context, tx *store.Store, paymentID string) (Paymen
 // lockRead is lockPayment of a payment already read (a payment's order
 // never changes), and returns it as locked.
 func lockRead(ctx context.Context, tx *store.Store, p Payment) (Payment, Order, error) {
-	paymentID := p.ID
-	o, err := tx.GetOrderForUpdate(ctx, p.OrderID)
-	if err != nil {
-		return p, o, err
-	}
-	p, err = tx.GetPaymentForUpdate(ctx, paymentID)
+	o, p, err := tx.LockOrderPayment(ctx, p.OrderID, p.ID)
 	return p, o, err
 }
 

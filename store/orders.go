@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,6 +87,24 @@ func (s *Store) GetOrderForUpdate(ctx context.Context, id string) (Order, error)
 	return o, wrap("lock order", err)
 }
 
+// LockOrderPayment locks an order, then one of its payments (the lock
+// order), in one round trip (pipelined), and returns both as locked
+// (ErrNotFound if either is absent).
+func (s *Store) LockOrderPayment(ctx context.Context, orderID, paymentID string) (Order, Payment, error) {
+	var o Order
+	var p Payment
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE`, orderID).QueryRow(func(r pgx.Row) (err error) {
+		o, err = scanOrder(r)
+		return err
+	})
+	b.Queue(`SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, paymentID).QueryRow(func(r pgx.Row) (err error) {
+		p, err = scanPayment(r)
+		return err
+	})
+	return o, p, wrap("lock order and payment", s.db.SendBatch(ctx, b).Close())
+}
+
 // OrderByHold reads the order of a hold (ErrNotFound if none).
 func (s *Store) OrderByHold(ctx context.Context, holdID string) (Order, error) {
 	o, err := scanOrder(s.db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE hold_id = $1`, holdID))
@@ -147,40 +166,71 @@ func (s *Store) strings(ctx context.Context, op, sql string, args ...any) ([]str
 	return out, wrap(op, err)
 }
 
-// sqlSellHeld is the confirmation's inventory transition: only rows still
-// HELD by this very hold and not expired by the database clock, and only
-// the hold's own items, become SOLD to the order.
-const sqlSellHeld = `
-UPDATE inventory i
-SET status = 'SOLD', order_id = $3, version = nextval('inventory_version_seq'), updated_at = now()
-FROM hold_items hi
-WHERE hi.hold_id = $2 AND hi.event_id = $1 AND i.event_id = $1 AND i.id = hi.inventory_id
-  AND i.hold_id = $2 AND inventory_status(i.status, i.expires_at) = 'HELD'
-RETURNING i.id, i.section_id::text, i.seat_id::text, i.version, i.unit_no`
-
 const sqlLockHoldRows = `
 SELECT i.id FROM inventory i JOIN hold_items hi ON hi.event_id = i.event_id AND hi.inventory_id = i.id
 WHERE hi.hold_id = $2 AND i.event_id = $1
 ORDER BY i.id
 FOR UPDATE OF i`
 
-// SellHold locks the hold's inventory rows in id order and sells those
-// still held by it and unexpired; it returns the rows sold. The caller
-// compares their number with the hold's items and rolls back on a shortfall.
-func (s *Store) SellHold(ctx context.Context, eventID, holdID, orderID string) ([]SoldUnit, error) {
-	if _, err := s.db.Exec(ctx, sqlLockHoldRows, eventID, holdID); err != nil {
-		return nil, wrap("lock hold rows", err)
-	}
-	rows, err := s.db.Query(ctx, sqlSellHeld, eventID, holdID, orderID)
-	if err != nil {
-		return nil, wrap("sell hold", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SoldUnit, error) {
-		var u SoldUnit
-		err := r.Scan(&u.InventoryID, &u.SectionID, &u.SeatID, &u.Version, &u.UnitNo)
-		return u, err
+// sqlHeldCount counts a hold's items and those whose rows it still holds,
+// unexpired by the database clock (to explain a refused sale).
+const sqlHeldCount = `
+SELECT count(*), count(*) FILTER (WHERE i.hold_id = $2 AND inventory_status(i.status, i.expires_at) = 'HELD')
+FROM hold_items hi JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+WHERE hi.hold_id = $2 AND hi.event_id = $1`
+
+// sqlSellHold is the confirmation's inventory transition, all or nothing:
+// the hold's rows become SOLD to the order only if the hold is ACTIVE and
+// every row of its items is still HELD by this very hold and unexpired
+// (database clock); otherwise nothing changes. The one place of that rule.
+const sqlSellHold = `
+UPDATE inventory i
+SET status = 'SOLD', order_id = $3, version = nextval('inventory_version_seq'), updated_at = now()
+FROM hold_items hi
+WHERE hi.hold_id = $2 AND hi.event_id = $1 AND i.event_id = $1 AND i.id = hi.inventory_id
+  AND EXISTS (SELECT 1 FROM holds h WHERE h.id = $2 AND h.status = 'ACTIVE')
+  AND NOT EXISTS (
+      SELECT 1 FROM hold_items x JOIN inventory j ON j.event_id = x.event_id AND j.id = x.inventory_id
+      WHERE x.hold_id = $2 AND x.event_id = $1
+        AND (j.hold_id IS DISTINCT FROM $2 OR inventory_status(j.status, j.expires_at) <> 'HELD'))
+RETURNING i.id, i.section_id::text, i.seat_id::text, i.version, i.unit_no`
+
+// Sale is what SellHold found and did.
+type Sale struct {
+	Hold Hold // as locked
+	// Items is the number of the hold's items, Held how many of their rows
+	// the hold still held, unexpired, before the sale.
+	Items, Held int
+	// Sold is the rows sold: all of the hold's, or none.
+	Sold []SoldUnit
+}
+
+// SellHold is a confirmation's sale, in one round trip (four statements
+// pipelined, each seeing what the one before it did): it locks the hold,
+// then its inventory rows in id order, counts them, and sells them to the
+// order, all or none (sqlSellHold). The caller reads why from the Sale
+// when nothing was sold.
+func (s *Store) SellHold(ctx context.Context, eventID, holdID, orderID string) (Sale, error) {
+	var sale Sale
+	h := &sale.Hold
+	b := &pgx.Batch{}
+	b.Queue(sqlGetHold+" FOR UPDATE", holdID).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&h.ID, &h.EventID, &h.Owner, &h.Status, &h.ExpiresAt, &h.CreatedAt, &h.TotalAmount, &h.Currency)
 	})
-	return out, wrap("sell hold", err)
+	b.Queue(sqlLockHoldRows, eventID, holdID)
+	b.Queue(sqlHeldCount, eventID, holdID).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&sale.Items, &sale.Held)
+	})
+	b.Queue(sqlSellHold, eventID, holdID, orderID).Query(func(rows pgx.Rows) error {
+		var err error
+		sale.Sold, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SoldUnit, error) {
+			var u SoldUnit
+			err := r.Scan(&u.InventoryID, &u.SectionID, &u.SeatID, &u.Version, &u.UnitNo)
+			return u, err
+		})
+		return err
+	})
+	return sale, wrap("sell hold", s.db.SendBatch(ctx, b).Close())
 }
 
 const sqlPurchaseHold = `
@@ -189,18 +239,29 @@ WITH items AS (
 )
 UPDATE holds SET status = 'PURCHASED', updated_at = now() WHERE id = $1`
 
-// PurchaseHold marks the hold PURCHASED and makes its items' periods
-// open-ended (the sale is forever).
-func (s *Store) PurchaseHold(ctx context.Context, holdID string) error {
-	_, err := s.db.Exec(ctx, sqlPurchaseHold, holdID)
-	return wrap("purchase hold", err)
-}
+const sqlConfirmOrder = `UPDATE orders SET status = 'CONFIRMED', confirmed_at = now(), updated_at = now()
+WHERE id = $1 RETURNING ` + orderColumns
 
-// ConfirmOrder marks the order CONFIRMED now.
-func (s *Store) ConfirmOrder(ctx context.Context, id string) (Order, error) {
-	o, err := scanOrder(s.db.QueryRow(ctx, `UPDATE orders SET status = 'CONFIRMED', confirmed_at = now(), updated_at = now()
-WHERE id = $1 RETURNING `+orderColumns, id))
-	return o, wrap("confirm order", err)
+// CompleteSale writes the rest of a sale SellHold made, in one round trip
+// (pipelined): the hold PURCHASED with its items' periods open-ended (the
+// sale is forever), the tickets issued, the sale's outbox message, and the
+// order CONFIRMED now, which it returns.
+func (s *Store) CompleteSale(ctx context.Context, holdID, orderID, eventID string, ts []Ticket, message any) (Order, error) {
+	payload, err := json.Marshal(message)
+	if err != nil {
+		return Order{}, err
+	}
+	var o Order
+	b := &pgx.Batch{}
+	b.Queue(sqlPurchaseHold, holdID)
+	b.Queue(sqlInsertTickets, ticketArgs(ts)...)
+	b.Queue(sqlOutboxInsert, eventID, "inventory", payload)
+	b.Queue(sqlConfirmOrder, orderID).QueryRow(func(r pgx.Row) error {
+		o, err = scanOrder(r)
+		return err
+	})
+	s.markOutbox()
+	return o, wrap("complete sale", s.db.SendBatch(ctx, b).Close())
 }
 
 const sqlInsertTickets = `
@@ -210,6 +271,12 @@ SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::uuid[
 // InsertTickets issues VALID tickets, in one statement (a sale's tickets
 // cost one round trip, not one each).
 func (s *Store) InsertTickets(ctx context.Context, ts []Ticket) error {
+	_, err := s.db.Exec(ctx, sqlInsertTickets, ticketArgs(ts)...)
+	return wrap("insert tickets", err)
+}
+
+// ticketArgs are sqlInsertTickets' arguments: one array per column.
+func ticketArgs(ts []Ticket) []any {
 	n := len(ts)
 	ids, orders, events, sections := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	inv, seats, codes := make([]int64, n), make([]*string, n), make([]string, n)
@@ -217,8 +284,7 @@ func (s *Store) InsertTickets(ctx context.Context, ts []Ticket) error {
 		ids[i], orders[i], events[i], sections[i] = t.ID, t.OrderID, t.EventID, t.SectionID
 		inv[i], seats[i], codes[i] = t.InventoryID, t.SeatID, t.Code
 	}
-	_, err := s.db.Exec(ctx, sqlInsertTickets, ids, orders, events, inv, sections, seats, codes)
-	return wrap("insert tickets", err)
+	return []any{ids, orders, events, inv, sections, seats, codes}
 }
 
 const sqlOrderTickets = `

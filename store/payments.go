@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Payment is a row of payments: one attempt to pay an order.
@@ -162,6 +163,19 @@ SELECT id, $2, $3, $4 FROM u`
 func (s *Store) TransitionPayment(ctx context.Context, id, from, to, reason string) (bool, error) {
 	tag, err := s.db.Exec(ctx, sqlTransitionPayment, id, from, to, reason)
 	return tag.RowsAffected() == 1, wrap("transition payment", err)
+}
+
+// TransitionOrderPayment is TransitionPayment with its order's updated_at
+// bumped (so that subscribers see the payment change), in one round trip;
+// the order is bumped even when ok is false.
+func (s *Store) TransitionOrderPayment(ctx context.Context, orderID, id, from, to, reason string) (ok bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlTransitionPayment, id, from, to, reason).Exec(func(tag pgconn.CommandTag) error {
+		ok = tag.RowsAffected() == 1
+		return nil
+	})
+	b.Queue(`UPDATE orders SET updated_at = now() WHERE id = $1`, orderID)
+	return ok, wrap("transition payment", s.db.SendBatch(ctx, b).Close())
 }
 
 // RecordPaymentEvent records a note on a payment without changing it (for
