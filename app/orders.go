@@ -62,11 +62,14 @@ func (a *App) initOrders() error {
 	// And provider notifications one more: in a sale the orders pool is
 	// busy with createOrder, order reads and reconciliation, and a paid
 	// order's confirmation must not queue behind them (bench/RESULTS.md,
-	// 2026-12-04). A handful of connections: each notification is one
-	// short transaction.
+	// 2026-12-04). As many connections as the orders pool (what the sale
+	// benchmark runs with, pool_max_conns=16): under a sale's load a
+	// notification's transaction takes ~0.2 s (its round trips wait for a
+	// CPU), so six connections would confirm at most ~30 orders a second
+	// (ticketing_notification_phase_seconds, bench/RESULTS.md 2026-12-04).
 	ncfg := pcfg.Copy()
 	if !strings.Contains(a.Cfg.DatabaseURL, "pool_max_conns") {
-		ncfg.MaxConns = 6
+		ncfg.MaxConns = 16
 	}
 	if a.notifyPool, err = pgxpool.NewWithConfig(context.Background(), ncfg); err != nil {
 		return fmt.Errorf("postgres: %w", err)

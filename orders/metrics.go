@@ -4,6 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	checkout      prometheus.Histogram
+	notification  *prometheus.HistogramVec
 	withoutOrder  prometheus.Gauge
 	compensations prometheus.Gauge
 	unknownStuck  prometheus.Gauge
@@ -18,6 +19,11 @@ func newMetrics() *metrics {
 			Help:    "Time from order created to order confirmed.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200},
 		}),
+		notification: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ticketing_notification_phase_seconds",
+			Help:    "Where an applied provider notification's time goes, by phase: connection (a connection of the notification pool and BEGIN), transaction (to the commit), after (the commit's effects on Redis: queue admission, address cap).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"phase"}),
 		withoutOrder: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ticketing_payments_without_order",
 			Help: "Succeeded payments whose order is not confirmed (compensation due), as of the last reconciliation.",
@@ -45,5 +51,5 @@ func newMetrics() *metrics {
 // the App's registry.
 func (s *Service) Collectors() []prometheus.Collector {
 	m := s.metrics
-	return []prometheus.Collector{m.checkout, m.withoutOrder, m.compensations, m.unknownStuck, m.reversals, m.actions}
+	return []prometheus.Collector{m.checkout, m.notification, m.withoutOrder, m.compensations, m.unknownStuck, m.reversals, m.actions}
 }

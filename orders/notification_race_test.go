@@ -19,18 +19,35 @@ import (
 )
 
 // pauseAfterLookup pauses the first statement that looks a payment up by
-// the provider's id, once it has run, until resume is closed.
+// the provider's id, once it has run, until resume is closed (alone or in
+// a pipelined batch).
 type pauseAfterLookup struct {
 	once           sync.Once
 	paused, resume chan struct{}
 }
 
+func isLookup(sql string) bool {
+	return strings.Contains(sql, "FROM payments") && strings.Contains(sql, "provider_ref = $2")
+}
+
 func (p *pauseAfterLookup) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "FROM payments") && strings.Contains(d.SQL, "provider_ref = $2") {
+	if isLookup(d.SQL) {
 		return context.WithValue(ctx, p, true)
 	}
 	return ctx
 }
+
+func (p *pauseAfterLookup) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (p *pauseAfterLookup) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if isLookup(d.SQL) {
+		p.once.Do(func() { close(p.paused); <-p.resume })
+	}
+}
+
+func (p *pauseAfterLookup) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (p *pauseAfterLookup) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
 	if ctx.Value(p) != nil {

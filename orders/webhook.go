@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/ticketing/ticketing/payments"
 	"github.com/ticketing/ticketing/store"
@@ -64,20 +65,22 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		raw, _ = json.Marshal(map[string]any{"id": n.ID, "type": n.Type, "payment": n.Payment})
 	}
 	var eff effects
+	start := time.Now()
+	var began time.Time
 	err := s.cfg.Notifications.InTx(ctx, func(tx *store.Store) error {
-		fresh, err := tx.InboxInsert(ctx, n.ID, provider, n.Type, raw)
-		if err != nil || !fresh {
-			return err
-		}
+		began = time.Now()
 		// By the provider's id, or (the create's answer never came) by our
-		// reference, the attempt id.
+		// reference, the attempt id; read with the inbox's insert.
 		reference := ""
 		if validUUID(n.Payment.Reference) {
 			reference = n.Payment.Reference
 		}
+		fresh, found, p, err := tx.InboxPayment(ctx, n.ID, provider, n.Type, raw, n.Payment.ID, reference)
+		if err != nil || !fresh {
+			return err
+		}
 		reason := "webhook " + n.ID + " " + n.Type
-		p, err := tx.PaymentForNotification(ctx, provider, n.Payment.ID, reference)
-		if errors.Is(err, store.ErrNotFound) && reference != "" {
+		if !found && reference != "" {
 			// Our reference on another provider payment than the one
 			// bound to the attempt: someone else's payment naming ours.
 			if q, qerr := tx.PaymentByReference(ctx, provider, reference); qerr == nil {
@@ -93,12 +96,9 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 				return qerr
 			}
 		}
-		if errors.Is(err, store.ErrNotFound) {
+		if !found {
 			s.cfg.Log.Warn("notification for an unknown payment", "notification", n.ID, "payment", n.Payment.ID)
 			return nil
-		}
-		if err != nil {
-			return err
 		}
 		p, o, err := lockRead(ctx, tx, p)
 		if err != nil {
@@ -136,6 +136,12 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		}
 		return nil
 	})
+	committed := time.Now()
 	s.after(ctx, eff, err)
+	if err == nil {
+		s.metrics.notification.WithLabelValues("connection").Observe(began.Sub(start).Seconds())
+		s.metrics.notification.WithLabelValues("transaction").Observe(committed.Sub(began).Seconds())
+		s.metrics.notification.WithLabelValues("after").Observe(time.Since(committed).Seconds())
+	}
 	return err
 }

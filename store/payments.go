@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,16 +125,33 @@ func (s *Store) GetPaymentForUpdate(ctx context.Context, id string) (Payment, er
 	return p, wrap("lock payment", err)
 }
 
-// PaymentForNotification finds the payment a provider notification is
-// about: by the provider's id, or else by our reference (the attempt id,
-// when the create's answer never came) if that attempt has no provider id
-// yet or this one. One statement, so one snapshot: an answer recorded
-// concurrently cannot make the notification miss both ways.
-func (s *Store) PaymentForNotification(ctx context.Context, provider, ref, reference string) (Payment, error) {
-	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments
+var sqlPaymentForNotification = `SELECT ` + paymentColumns + ` FROM payments
 WHERE provider = $1 AND (provider_ref = $2 OR (id = nullif($3, '')::uuid AND (provider_ref IS NULL OR provider_ref = $2)))
-ORDER BY provider_ref IS NULL LIMIT 1`, provider, ref, reference))
-	return p, wrap("payment for notification", err)
+ORDER BY provider_ref IS NULL LIMIT 1`
+
+// InboxPayment records a provider notification as InboxInsert does and
+// finds the payment it is about, in one round trip (pipelined): by the
+// provider's id, or else by our reference (the attempt id, when the
+// create's answer never came) if that attempt has no provider id yet or
+// this one. One statement, so one snapshot: an answer recorded
+// concurrently cannot make the notification miss both ways. fresh is false
+// for a duplicate, found false when no payment matches.
+func (s *Store) InboxPayment(ctx context.Context, id, provider, typ string, payload []byte, ref, reference string) (fresh, found bool, p Payment, err error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlInboxInsert, id, provider, typ, payload).Exec(func(tag pgconn.CommandTag) error {
+		fresh = tag.RowsAffected() == 1
+		return nil
+	})
+	b.Queue(sqlPaymentForNotification, provider, ref, reference).QueryRow(func(r pgx.Row) error {
+		var err error
+		p, err = scanPayment(r)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	return fresh, found, p, wrap("inbox insert", s.db.SendBatch(ctx, b).Close())
 }
 
 // OrderPayments lists an order's attempts, oldest first.

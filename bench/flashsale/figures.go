@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -140,8 +143,18 @@ func (r *Run) saleFigures(ctx context.Context) (saleFigures, error) {
 	}
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	f.NotifyP50, f.NotifyP99, f.NotifyMax = sec(p50), sec(p99), sec(mx)
-	f.Legs, err = r.notificationLegs(ctx)
-	return f, err
+	if f.Legs, err = r.notificationLegs(ctx); err != nil {
+		return f, err
+	}
+	r.pagesMu.Lock()
+	pages := r.lastPages
+	r.pagesMu.Unlock()
+	for _, phase := range []string{"connection", "transaction", "after"} {
+		if q50, q99, ok := histogramQuantiles(pages, "ticketing_notification_phase_seconds", `phase="`+phase+`"`); ok {
+			f.Legs = append(f.Legs, leg{Name: "API: " + phase + " (histogram)", P50: q50, P99: q99})
+		}
+	}
+	return f, nil
 }
 
 // write prints the figures with the requests per buyer and the queue's
@@ -235,4 +248,54 @@ func (r *Run) takeProfile(ctx context.Context) {
 	}
 	r.profile = file
 	r.Note("CPU profile of api0 for %s from t+%s: %s (go tool pprof -top %s %s)", r.Cfg.Profile, r.Cfg.Ramp, file, r.bin, file)
+}
+
+// histogramQuantiles estimates p50 and p99 of a Prometheus histogram
+// (summed over the pages, the series carrying label) as histogram_quantile
+// does: linearly within the bucket the rank falls in.
+func histogramQuantiles(pages []metricsPage, name, label string) (p50, p99 time.Duration, ok bool) {
+	counts := map[float64]float64{}
+	for _, pg := range pages {
+		for _, l := range pg {
+			if !strings.HasPrefix(l, name+"_bucket{") || !strings.Contains(l, label) {
+				continue
+			}
+			_, rest, _ := strings.Cut(l, `le="`)
+			le, _, _ := strings.Cut(rest, `"`)
+			f := strings.Fields(l)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			b, err := strconv.ParseFloat(le, 64)
+			if le == "+Inf" {
+				b, err = math.Inf(1), nil
+			}
+			if err == nil {
+				counts[b] += v
+			}
+		}
+	}
+	les := make([]float64, 0, len(counts))
+	for b := range counts {
+		les = append(les, b)
+	}
+	sort.Float64s(les)
+	if len(les) == 0 || counts[les[len(les)-1]] == 0 {
+		return 0, 0, false
+	}
+	total := counts[les[len(les)-1]]
+	q := func(phi float64) time.Duration {
+		rank := phi * total
+		lower, below := 0.0, 0.0
+		for _, b := range les {
+			if counts[b] >= rank {
+				if math.IsInf(b, 1) {
+					return time.Duration(lower * float64(time.Second))
+				}
+				frac := (rank - below) / max(counts[b]-below, 1)
+				return time.Duration((lower + (b-lower)*frac) * float64(time.Second))
+			}
+			lower, below = b, counts[b]
+		}
+		return time.Duration(lower * float64(time.Second))
+	}
+	return q(0.5), q(0.99), true
 }

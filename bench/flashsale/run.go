@@ -56,6 +56,9 @@ type Run struct {
 
 	notesMu sync.Mutex
 	notes   []string
+
+	pagesMu   sync.Mutex
+	lastPages []metricsPage // the APIs' last /metrics scrape (sample)
 }
 
 // Note records a timestamped line for the report (faults, chaos actions).
@@ -498,6 +501,11 @@ func (r *Run) sample(ctx context.Context) {
 			if m, ok := scrapeAll(ctx, hc, strings.TrimSuffix(p.Health, "/healthz")+"/metrics"); ok {
 				pages = append(pages, m)
 			}
+		}
+		if len(pages) > 0 {
+			r.pagesMu.Lock()
+			r.lastPages = pages
+			r.pagesMu.Unlock()
 		}
 		for _, pg := range pages {
 			if why := pg.label("ticketing_queue_admit_rate_reason", "reason"); why != "" {
