@@ -19,23 +19,41 @@ type effects struct {
 	heldAt time.Time
 }
 
+// after applies a committed transaction's effects outside Postgres. A
+// confirmation frees the buyer's place under the per-address hold cap and
+// their queue admission, in Redis, in the background: both are best effort
+// (a failure leaves the cap counting and the admission held until they
+// expire, as a crash between the commit and them would), so the caller,
+// a provider's notification among them, does not wait for Redis to answer
+// (under a sale's load 0.4 s at p99, holding one of the provider's delivery
+// slots; bench/RESULTS.md 2026-12-04).
 func (s *Service) after(ctx context.Context, eff effects, err error) {
 	if err != nil {
 		return // rolled back: nothing happened
 	}
-	if o := eff.confirmed; o != nil {
-		if o.ConfirmedAt != nil {
-			s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
-		}
+	o := eff.confirmed
+	if o == nil {
+		return
+	}
+	if o.ConfirmedAt != nil {
+		s.metrics.checkout.Observe(o.ConfirmedAt.Sub(o.CreatedAt).Seconds())
+	}
+	if s.cfg.Holds == nil && s.cfg.Queue == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		start := time.Now()
 		if s.cfg.Holds != nil {
 			s.cfg.Holds.ReleaseAddressCap(ctx, o.EventID, o.HoldID)
 		}
 		if s.cfg.Queue != nil {
-			if err := s.cfg.Queue.Release(context.WithoutCancel(ctx), o.EventID, o.Owner, eff.heldAt); err != nil {
+			if err := s.cfg.Queue.Release(ctx, o.EventID, o.Owner, eff.heldAt); err != nil {
 				s.cfg.Log.Warn("release queue admission", "order", o.ID, "err", err)
 			}
 		}
-	}
+		s.metrics.notification.WithLabelValues("after").Observe(time.Since(start).Seconds())
+	}()
 }
 
 // confirm is the confirmation, in two round trips: the hold's inventory

@@ -21,7 +21,7 @@ func newMetrics() *metrics {
 		}),
 		notification: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ticketing_notification_phase_seconds",
-			Help:    "Where an applied provider notification's time goes, by phase: connection (a connection of the notification pool and BEGIN), transaction (to the commit), after (the commit's effects on Redis: queue admission, address cap).",
+			Help:    "Where an applied provider notification's time goes, by phase: connection (a connection of the notification pool and BEGIN), transaction (to the commit), after (a confirmation's effects on Redis, queue admission and address cap, run in the background once committed).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"phase"}),
 		withoutOrder: prometheus.NewGauge(prometheus.GaugeOpts{

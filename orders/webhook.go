@@ -136,12 +136,10 @@ func (s *Service) ApplyNotification(ctx context.Context, provider string, n paym
 		}
 		return nil
 	})
-	committed := time.Now()
-	s.after(ctx, eff, err)
 	if err == nil {
 		s.metrics.notification.WithLabelValues("connection").Observe(began.Sub(start).Seconds())
-		s.metrics.notification.WithLabelValues("transaction").Observe(committed.Sub(began).Seconds())
-		s.metrics.notification.WithLabelValues("after").Observe(time.Since(committed).Seconds())
+		s.metrics.notification.WithLabelValues("transaction").Observe(time.Since(began).Seconds())
 	}
+	s.after(ctx, eff, err)
 	return err
 }
