@@ -388,7 +388,11 @@ func TestGAPicksExpiredUnits(t *testing.T) {
 // hold reads EXPIRED, and a stale lease left in Redis does not block.
 func TestExpiryAndStaleLease(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, false, holds.Config{InFlightWindow: 500 * time.Millisecond})
+	// A Redis call that misses the default 100 ms (the whole suite runs at
+	// once, on the cluster too) makes the hold fall back to Postgres alone
+	// and leave the stale lease in place: what this test is about is the
+	// lease's replacement, so it gives Redis time.
+	e := newEnv(t, false, holds.Config{InFlightWindow: 500 * time.Millisecond, RedisTimeout: 2 * time.Second})
 	ev := createEvent(t, e.pool, eventSpec{holdSeconds: 1})
 	ctx := ctxT(t, 30*time.Second)
 	seat := ev.AllSeat[0]
