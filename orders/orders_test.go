@@ -438,7 +438,8 @@ func TestAuditIsIncompleteWithoutTheProvidersAnswer(t *testing.T) {
 // TestConfirmationSellsAllOrNothing: a hold of two seats and a GA unit, one
 // of whose rows is no longer held by it when the payment succeeds, confirms
 // nothing: no row of the hold is sold, no ticket issued, the charge is
-// refunded with the reason, and the hold's other rows stay as they were.
+// refunded with the reason, and the hold's other rows stay as they were
+// (the whole hold sells: TestHappyPathToConfirmedWithTickets).
 func TestConfirmationSellsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
@@ -461,12 +462,4 @@ func TestConfirmationSellsAllOrNothing(t *testing.T) {
 	require.Equal(t, 0, e.count(`SELECT count(*) FROM tickets WHERE order_id = $1`, o.ID))
 	require.Equal(t, 1, e.count(`SELECT count(*) FROM payment_events WHERE payment_id = $1 AND reason LIKE '%only 2 of 3 seats still held by the hold%'`, p.ID))
 
-	// The same with every row held: all three are sold, three tickets.
-	h2 := e.hold(alice, []int{2, 3}, 1)
-	o2, err := e.svc.Create(e.ctx, alice, h2.ID, "k2")
-	require.NoError(t, err)
-	pay(t, *e.lastPayment(o2.ID).CheckoutURL, "succeed")
-	e.waitOrder(alice, o2.ID, orders.OrderConfirmed)
-	require.Equal(t, 3, e.count(`SELECT count(*) FROM inventory WHERE order_id = $1 AND status = 'SOLD'`, o2.ID))
-	require.Equal(t, 3, e.count(`SELECT count(*) FROM tickets WHERE order_id = $1`, o2.ID))
 }

@@ -290,10 +290,15 @@ func (s *Store) GetHoldForUpdate(ctx context.Context, id string) (Hold, error) {
 }
 
 func (s *Store) hold(ctx context.Context, sql, id string) (Hold, error) {
-	var h Hold
-	err := s.db.QueryRow(ctx, sql, id).Scan(&h.ID, &h.EventID, &h.Owner, &h.Status,
-		&h.ExpiresAt, &h.CreatedAt, &h.TotalAmount, &h.Currency)
+	h, err := scanHold(s.db.QueryRow(ctx, sql, id))
 	return h, wrap("get hold", err)
+}
+
+// scanHold reads a row of holdColumns.
+func scanHold(r pgx.Row) (Hold, error) {
+	var h Hold
+	err := r.Scan(&h.ID, &h.EventID, &h.Owner, &h.Status, &h.ExpiresAt, &h.CreatedAt, &h.TotalAmount, &h.Currency)
+	return h, err
 }
 
 const sqlHoldItems = `

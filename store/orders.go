@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,9 +80,11 @@ func (s *Store) GetOrder(ctx context.Context, id string) (Order, error) {
 	return o, wrap("get order", err)
 }
 
+var sqlLockOrder = `SELECT ` + orderColumns + ` FROM orders WHERE id = $1 FOR UPDATE`
+
 // GetOrderForUpdate reads and locks an order (ErrNotFound if absent).
 func (s *Store) GetOrderForUpdate(ctx context.Context, id string) (Order, error) {
-	o, err := scanOrder(s.db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE`, id))
+	o, err := scanOrder(s.db.QueryRow(ctx, sqlLockOrder, id))
 	return o, wrap("lock order", err)
 }
 
@@ -94,11 +95,11 @@ func (s *Store) LockOrderPayment(ctx context.Context, orderID, paymentID string)
 	var o Order
 	var p Payment
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+orderColumns+` FROM orders WHERE id = $1 FOR UPDATE`, orderID).QueryRow(func(r pgx.Row) (err error) {
+	b.Queue(sqlLockOrder, orderID).QueryRow(func(r pgx.Row) (err error) {
 		o, err = scanOrder(r)
 		return err
 	})
-	b.Queue(`SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, paymentID).QueryRow(func(r pgx.Row) (err error) {
+	b.Queue(sqlLockPayment, paymentID).QueryRow(func(r pgx.Row) (err error) {
 		p, err = scanPayment(r)
 		return err
 	})
@@ -138,9 +139,11 @@ func (s *Store) SetOrderStatus(ctx context.Context, id, status string) error {
 	return wrap("set order status", err)
 }
 
+const sqlTouchOrder = `UPDATE orders SET updated_at = now() WHERE id = $1`
+
 // TouchOrder bumps updated_at so that subscribers see a payment change.
 func (s *Store) TouchOrder(ctx context.Context, id string) error {
-	_, err := s.db.Exec(ctx, `UPDATE orders SET updated_at = now() WHERE id = $1`, id)
+	_, err := s.db.Exec(ctx, sqlTouchOrder, id)
 	return wrap("touch order", err)
 }
 
@@ -172,27 +175,30 @@ WHERE hi.hold_id = $2 AND i.event_id = $1
 ORDER BY i.id
 FOR UPDATE OF i`
 
-// sqlHeldCount counts a hold's items and those whose rows it still holds,
-// unexpired by the database clock (to explain a refused sale).
-const sqlHeldCount = `
-SELECT count(*), count(*) FILTER (WHERE i.hold_id = $2 AND inventory_status(i.status, i.expires_at) = 'HELD')
-FROM hold_items hi JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
+// heldItems are a hold's items with their inventory rows (hi, i; $1 the
+// event, $2 the hold), and stillHeld says a row is still HELD by that very
+// hold, unexpired by the database clock: the confirmation's rule, once.
+const (
+	heldItems = `FROM hold_items hi JOIN inventory i ON i.event_id = hi.event_id AND i.id = hi.inventory_id
 WHERE hi.hold_id = $2 AND hi.event_id = $1`
+	stillHeld = `i.hold_id = $2 AND inventory_status(i.status, i.expires_at) = 'HELD'`
+)
+
+// sqlHeldCount counts a hold's items and those its rows still hold (to
+// explain a refused sale).
+const sqlHeldCount = `SELECT count(*), count(*) FILTER (WHERE ` + stillHeld + `) ` + heldItems
 
 // sqlSellHold is the confirmation's inventory transition, all or nothing:
 // the hold's rows become SOLD to the order only if the hold is ACTIVE and
-// every row of its items is still HELD by this very hold and unexpired
-// (database clock); otherwise nothing changes. The one place of that rule.
+// its items are as many as its rows still held (the subquery's hi and i
+// are its own); otherwise nothing changes.
 const sqlSellHold = `
 UPDATE inventory i
 SET status = 'SOLD', order_id = $3, version = nextval('inventory_version_seq'), updated_at = now()
 FROM hold_items hi
 WHERE hi.hold_id = $2 AND hi.event_id = $1 AND i.event_id = $1 AND i.id = hi.inventory_id
   AND EXISTS (SELECT 1 FROM holds h WHERE h.id = $2 AND h.status = 'ACTIVE')
-  AND NOT EXISTS (
-      SELECT 1 FROM hold_items x JOIN inventory j ON j.event_id = x.event_id AND j.id = x.inventory_id
-      WHERE x.hold_id = $2 AND x.event_id = $1
-        AND (j.hold_id IS DISTINCT FROM $2 OR inventory_status(j.status, j.expires_at) <> 'HELD'))
+  AND (SELECT count(*) = count(*) FILTER (WHERE ` + stillHeld + `) ` + heldItems + `)
 RETURNING i.id, i.section_id::text, i.seat_id::text, i.version, i.unit_no`
 
 // Sale is what SellHold found and did.
@@ -212,10 +218,10 @@ type Sale struct {
 // when nothing was sold.
 func (s *Store) SellHold(ctx context.Context, eventID, holdID, orderID string) (Sale, error) {
 	var sale Sale
-	h := &sale.Hold
 	b := &pgx.Batch{}
-	b.Queue(sqlGetHold+" FOR UPDATE", holdID).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&h.ID, &h.EventID, &h.Owner, &h.Status, &h.ExpiresAt, &h.CreatedAt, &h.TotalAmount, &h.Currency)
+	b.Queue(sqlGetHold+" FOR UPDATE", holdID).QueryRow(func(r pgx.Row) (err error) {
+		sale.Hold, err = scanHold(r)
+		return err
 	})
 	b.Queue(sqlLockHoldRows, eventID, holdID)
 	b.Queue(sqlHeldCount, eventID, holdID).QueryRow(func(r pgx.Row) error {
@@ -247,7 +253,7 @@ WHERE id = $1 RETURNING ` + orderColumns
 // sale is forever), the tickets issued, the sale's outbox message, and the
 // order CONFIRMED now, which it returns.
 func (s *Store) CompleteSale(ctx context.Context, holdID, orderID, eventID string, ts []Ticket, message any) (Order, error) {
-	payload, err := json.Marshal(message)
+	outbox, err := s.outboxArgs(eventID, "inventory", message)
 	if err != nil {
 		return Order{}, err
 	}
@@ -255,12 +261,11 @@ func (s *Store) CompleteSale(ctx context.Context, holdID, orderID, eventID strin
 	b := &pgx.Batch{}
 	b.Queue(sqlPurchaseHold, holdID)
 	b.Queue(sqlInsertTickets, ticketArgs(ts)...)
-	b.Queue(sqlOutboxInsert, eventID, "inventory", payload)
+	b.Queue(sqlOutboxInsert, outbox...)
 	b.Queue(sqlConfirmOrder, orderID).QueryRow(func(r pgx.Row) error {
 		o, err = scanOrder(r)
 		return err
 	})
-	s.markOutbox()
 	return o, wrap("complete sale", s.db.SendBatch(ctx, b).Close())
 }
 
@@ -268,14 +273,8 @@ const sqlInsertTickets = `
 INSERT INTO tickets (id, order_id, event_id, inventory_id, section_id, seat_id, code)
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::uuid[], $6::uuid[], $7::text[])`
 
-// InsertTickets issues VALID tickets, in one statement (a sale's tickets
-// cost one round trip, not one each).
-func (s *Store) InsertTickets(ctx context.Context, ts []Ticket) error {
-	_, err := s.db.Exec(ctx, sqlInsertTickets, ticketArgs(ts)...)
-	return wrap("insert tickets", err)
-}
-
-// ticketArgs are sqlInsertTickets' arguments: one array per column.
+// ticketArgs are sqlInsertTickets' arguments: one array per column, so a
+// sale's tickets cost one statement, not one each.
 func ticketArgs(ts []Ticket) []any {
 	n := len(ts)
 	ids, orders, events, sections := make([]string, n), make([]string, n), make([]string, n), make([]string, n)

@@ -143,15 +143,26 @@ func (s *Store) OutboxLag(ctx context.Context) (time.Duration, error) {
 // OutboxInsert writes one outbox row; call it in the transaction of the
 // change it describes. payload is marshalled to JSON.
 func (s *Store) OutboxInsert(ctx context.Context, eventID, topic string, payload any) error {
-	b, err := json.Marshal(payload)
+	args, err := s.outboxArgs(eventID, topic, payload)
 	if err != nil {
 		return err
+	}
+	_, err = s.db.Exec(ctx, sqlOutboxInsert, args...)
+	return wrap("outbox insert", err)
+}
+
+// outboxArgs are sqlOutboxInsert's arguments (payload marshalled to JSON),
+// for a statement about to run: the transaction is marked as writing the
+// outbox.
+func (s *Store) outboxArgs(eventID, topic string, payload any) ([]any, error) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, err
 	}
 	var ev *string
 	if eventID != "" {
 		ev = &eventID
 	}
 	s.markOutbox()
-	_, err = s.db.Exec(ctx, sqlOutboxInsert, ev, topic, b)
-	return wrap("outbox insert", err)
+	return []any{ev, topic, b}, nil
 }

@@ -119,9 +119,11 @@ func (s *Store) GetPayment(ctx context.Context, id string) (Payment, error) {
 	return p, wrap("get payment", err)
 }
 
+var sqlLockPayment = `SELECT ` + paymentColumns + ` FROM payments WHERE id = $1 FOR UPDATE`
+
 // GetPaymentForUpdate reads and locks a payment (ErrNotFound if absent).
 func (s *Store) GetPaymentForUpdate(ctx context.Context, id string) (Payment, error) {
-	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE id = $1 FOR UPDATE`, id))
+	p, err := scanPayment(s.db.QueryRow(ctx, sqlLockPayment, id))
 	return p, wrap("lock payment", err)
 }
 
@@ -192,7 +194,7 @@ func (s *Store) TransitionOrderPayment(ctx context.Context, orderID, id, from, t
 		ok = tag.RowsAffected() == 1
 		return nil
 	})
-	b.Queue(`UPDATE orders SET updated_at = now() WHERE id = $1`, orderID)
+	b.Queue(sqlTouchOrder, orderID)
 	return ok, wrap("transition payment", s.db.SendBatch(ctx, b).Close())
 }
 
@@ -325,15 +327,10 @@ func (s *Store) CountPaymentsAtRisk(ctx context.Context, keyWindow time.Duration
 	return c, wrap("count reversals", rows.Err())
 }
 
+// sqlInboxInsert records a provider notification, processed: run it in the
+// transaction that applies it (a rollback unrecords it); it inserts nothing
+// when its id was already recorded for that provider (a duplicate: apply
+// nothing).
 const sqlInboxInsert = `
 INSERT INTO webhook_inbox (id, provider, type, payload, processed_at) VALUES ($1, $2, $3, $4, now())
 ON CONFLICT (provider, id) DO NOTHING`
-
-// InboxInsert records a provider notification, processed: call it in the
-// transaction that applies it (a rollback unrecords it). fresh is false
-// when its id was already recorded for that provider (a duplicate: apply
-// nothing).
-func (s *Store) InboxInsert(ctx context.Context, id, provider, typ string, payload []byte) (fresh bool, err error) {
-	tag, err := s.db.Exec(ctx, sqlInboxInsert, id, provider, typ, payload)
-	return tag.RowsAffected() == 1, wrap("inbox insert", err)
-}
