@@ -140,6 +140,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, err
 	}
 	holdCfg := holds.Config{Leases: redisstore.NewLeases(a.Redis, ""), Admission: a.Queue, Log: log,
+		RedisTimeout: cfg.HoldsRedisTimeout, // HOLDS_REDIS_TIMEOUT (0: holds' default, 100ms)
 		// The hold lane takes three quarters of the main pool, so catalog
 		// reads, seat map snapshots and the sweeper always find a connection.
 		Concurrency: max(4, int(pool.Config().MaxConns)*3/4)}

@@ -70,6 +70,10 @@ type Config struct {
 	// SeatMapCoalesce (SEATMAP_COALESCE, default 100ms) is the shortest time
 	// between two frames of one event's live seat map.
 	SeatMapCoalesce time.Duration
+	// HoldsRedisTimeout (HOLDS_REDIS_TIMEOUT, default 100ms) bounds each
+	// Redis call of the hold path (leases, the per-address cap): past it the
+	// hold goes on with Postgres alone, as when Redis is down.
+	HoldsRedisTimeout time.Duration
 	// DebugAddr (DEBUG_ADDR, default empty: off) is a separate listener for
 	// net/http/pprof; keep it on loopback.
 	DebugAddr string
@@ -224,6 +228,7 @@ func Load(getenv func(string) string) (Config, error) {
 		hint string
 	}{
 		{"SEATMAP_COALESCE", &c.SeatMapCoalesce, 10 * time.Second, "a duration like 100ms (at most 10s)"},
+		{"HOLDS_REDIS_TIMEOUT", &c.HoldsRedisTimeout, 10 * time.Second, "a duration like 100ms (at most 10s)"},
 		{"PAYMENTS_RECONCILE_AFTER", &c.PaymentsReconcileAfter, 24 * time.Hour, "a duration like 1m (at most 24h)"},
 		{"PAYMENTS_RECONCILE_INTERVAL", &c.PaymentsReconcileInterval, 24 * time.Hour, "a duration like 30s (at most 24h)"},
 	}

@@ -59,11 +59,12 @@ func TestLoad(t *testing.T) {
 
 	t.Run("OKDurationsAndPayments", func(t *testing.T) {
 		t.Parallel()
-		c, err := Load(env(map[string]string{"SEATMAP_COALESCE": "250ms", "PAYMENTS_RECONCILE_AFTER": "2s",
+		c, err := Load(env(map[string]string{"SEATMAP_COALESCE": "250ms", "HOLDS_REDIS_TIMEOUT": "2s", "PAYMENTS_RECONCILE_AFTER": "2s",
 			"PAYMENTS_RECONCILE_INTERVAL": "500ms", "PAYMENTS_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_x",
 			"PAYMENTS_WEBHOOK_SECRET": "whsec_from_stripe", "DEV_SIGNIN": "off"}))
 		require.NoError(t, err)
 		require.Equal(t, 250*time.Millisecond, c.SeatMapCoalesce)
+		require.Equal(t, 2*time.Second, c.HoldsRedisTimeout)
 		require.Equal(t, 2*time.Second, c.PaymentsReconcileAfter)
 		require.Equal(t, 500*time.Millisecond, c.PaymentsReconcileInterval)
 		require.Equal(t, "sk_test_x", c.StripeSecretKey)
@@ -101,6 +102,7 @@ func TestLoad(t *testing.T) {
 		{"DatabaseReadURL", map[string]string{"DATABASE_READ_URL": "replica/ticketing"}, "DATABASE_READ_URL"},
 		{"RedisClusterAddrs", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1"}, "REDIS_CLUSTER_ADDRS"},
 		{"SeatMapCoalesce", map[string]string{"SEATMAP_COALESCE": "fast"}, "SEATMAP_COALESCE"},
+		{"HoldsRedisTimeout", map[string]string{"HOLDS_REDIS_TIMEOUT": "11s"}, "HOLDS_REDIS_TIMEOUT"},
 		{"ReconcileAfter", map[string]string{"PAYMENTS_RECONCILE_AFTER": "-1s"}, "PAYMENTS_RECONCILE_AFTER"},
 		{"ReconcileInterval", map[string]string{"PAYMENTS_RECONCILE_INTERVAL": "30"}, "PAYMENTS_RECONCILE_INTERVAL"},
 		// Stripe signs with the endpoint's secret: the public development
