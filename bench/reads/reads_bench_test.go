@@ -20,9 +20,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +55,14 @@ type result struct {
 	search, page []time.Duration
 	failed       int
 	took         time.Duration
+	cpu          time.Duration // this process's CPU (the App and the clients) during the phase
+}
+
+// processCPU is this process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func TestReadsBenchmark(t *testing.T) {
@@ -104,7 +114,7 @@ func TestReadsBenchmark(t *testing.T) {
 		var mu sync.Mutex
 		var res result
 		var wg sync.WaitGroup
-		start := time.Now()
+		start, cpu0 := time.Now(), processCPU()
 		end := start.Add(dur)
 		for c := range clients {
 			wg.Go(func() {
@@ -140,7 +150,7 @@ func TestReadsBenchmark(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		res.took = time.Since(start)
+		res.took, res.cpu = time.Since(start), processCPU()-cpu0
 		return res
 	}
 	report := func(name string, r result) {
@@ -155,18 +165,26 @@ func TestReadsBenchmark(t *testing.T) {
 			t.Logf("%-22s %-10s %6d req %7.0f req/s  p50 %6.1f ms  p99 %6.1f ms", name, k.what, len(k.lat),
 				float64(len(k.lat))/r.took.Seconds(), ms(pct(k.lat, 0.5)), ms(pct(k.lat, 0.99)))
 		}
-		t.Logf("%-22s failed: %d", name, r.failed)
+		t.Logf("%-22s failed: %d; CPU of this process %.2f ms per request", name, r.failed,
+			ms(r.cpu)/float64(max(1, len(r.search)+len(r.page))))
 	}
 
 	// The first phase is also every event's first view on this instance
 	// (its live map is loaded then: seatmap.Service.Snapshot); reported
 	// apart from the views that follow, which find the maps loaded.
+	if f := os.Getenv("READS_BENCH_CPU"); f != "" { // a CPU profile of the two phases with the primary up
+		out, err := os.Create(f)
+		require.NoError(t, err)
+		require.NoError(t, pprof.StartCPUProfile(out))
+		defer out.Close()
+	}
 	first := phase(3)
 	report("primary up, first views", first)
 	require.Zero(t, first.failed)
 	up := phase(1)
 	report("primary up", up)
 	require.Zero(t, up.failed)
+	pprof.StopCPUProfile()
 
 	pair.StopPrimary(t)
 	down := phase(2) // other queries: not answered from the caches of phase 1
