@@ -1,6 +1,7 @@
 package seatmap
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,4 +28,24 @@ func TestProjectionsBoundedBySeats(t *testing.T) {
 
 	s.loaded("d", p, 10) // reloaded smaller
 	require.Equal(t, 2*big+10, s.projEntries)
+}
+
+// Past maxProjections, each new event's projection drops an old one, never
+// one of the recently used (the sample's oldest is older than nearly all).
+func TestProjectionsEvictTheLeastRecentlyUsed(t *testing.T) {
+	s := New(nil, nil, Config{})
+	for i := range maxProjections {
+		s.projection(fmt.Sprint(i)).used.Store(int64(i))
+	}
+	for i := maxProjections; i < maxProjections+1000; i++ {
+		s.projection(fmt.Sprint(i)).used.Store(int64(i))
+	}
+	require.Len(t, s.projs, maxProjections)
+	// The newest quarter (the 1,000 new ones among them) all survived: each
+	// eviction took the oldest of 16 drawn from all 4,096 (all 16 from the
+	// newest quarter: one chance in 4^16). A random pick would drop a
+	// quarter of its victims there.
+	for i := maxProjections + 1000 - maxProjections/4; i < maxProjections+1000; i++ {
+		require.Contains(t, s.projs, fmt.Sprint(i))
+	}
 }
