@@ -42,8 +42,9 @@ const reloadEvery = time.Minute
 
 // maxProjections is how many events' projections an instance keeps, and
 // maxProjectionEntries how many seats and GA sections they hold together
-// (256 maps of 10,000 seats); past either, the least recently used one goes
-// first. A small map costs little: an instance keeps thousands of them.
+// (256 maps of 10,000 seats); past either, one of the least recently used
+// goes first (evictOldest). A small map costs little: an instance keeps
+// thousands of them.
 const (
 	maxProjections       = 4096
 	maxProjectionEntries = 256 * 10_000

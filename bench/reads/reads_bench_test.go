@@ -177,6 +177,7 @@ func TestReadsBenchmark(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, pprof.StartCPUProfile(out))
 		defer out.Close()
+		defer pprof.StopCPUProfile() // first, if a phase fails (a no-op after the one below)
 	}
 	first := phase(3)
 	report("primary up, first views", first)
