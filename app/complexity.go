@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/ticketing/ticketing/apperr"
+	"github.com/ticketing/ticketing/catalog"
 	"github.com/ticketing/ticketing/graph"
 	"github.com/ticketing/ticketing/graph/model"
 	"github.com/ticketing/ticketing/store"
@@ -55,17 +58,22 @@ func costModel() graph.ComplexityRoot {
 	return c
 }
 
-// listSizer looks up (and caches for a minute) the list sizes of events and
-// venues.
+// listSizer looks up the list sizes of events and venues from the
+// catalog (an event's venue and a venue's sections never change: the
+// catalog answers them from memory once read, and reads the event row
+// through the replica, so the row is then in memory for the resolver that
+// answers event(id)), and the largest of any venue from the primary,
+// cached for a minute.
 type listSizer struct {
+	cat    *catalog.Service
 	st     *store.Store
 	cache  *expirable.LRU[string, store.ListSizes]
 	mu     sync.Mutex
 	lastOK store.ListSizes // the last largest sizes read, if the database is away
 }
 
-func newListSizer(st *store.Store) *listSizer {
-	return &listSizer{st: st, cache: expirable.NewLRU[string, store.ListSizes](10000, nil, time.Minute)}
+func newListSizer(cat *catalog.Service, st *store.Store) *listSizer {
+	return &listSizer{cat: cat, st: st, cache: expirable.NewLRU[string, store.ListSizes](10000, nil, time.Minute)}
 }
 
 func (l *listSizer) get(ctx context.Context, key string, read func(context.Context) (store.ListSizes, error)) store.ListSizes {
@@ -86,23 +94,57 @@ func (l *listSizer) get(ctx context.Context, key string, read func(context.Conte
 }
 
 func (l *listSizer) event(ctx context.Context, id string) store.ListSizes {
-	if l == nil || l.st == nil {
+	if l == nil || l.cat == nil {
 		return largest(store.ListSizes{})
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return store.ListSizes{} // no such event: nothing to return
 	}
-	return l.get(ctx, "e:"+id, func(ctx context.Context) (store.ListSizes, error) { return l.st.EventListSizes(ctx, id) })
+	unknown := false
+	z := l.get(ctx, "e:"+id, func(ctx context.Context) (store.ListSizes, error) {
+		e, err := l.cat.GetEvent(ctx, id)
+		if errors.Is(err, apperr.ErrNotFound) {
+			unknown = true
+			return store.ListSizes{}, errUnknown
+		}
+		if err != nil {
+			return store.ListSizes{}, err
+		}
+		return l.venueSizes(ctx, e.VenueID)
+	})
+	if unknown {
+		return store.ListSizes{} // no such event (yet: not remembered)
+	}
+	return z
 }
 
+// errUnknown is an event the catalog does not know: its sizes are zero and
+// not cached (the replica may not have it yet).
+var errUnknown = errors.New("no such event")
+
 func (l *listSizer) venue(ctx context.Context, id string) store.ListSizes {
-	if l == nil || l.st == nil {
+	if l == nil || l.cat == nil {
 		return largest(store.ListSizes{})
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return store.ListSizes{}
 	}
-	return l.get(ctx, "v:"+id, func(ctx context.Context) (store.ListSizes, error) { return l.st.VenueListSizes(ctx, id) })
+	return l.get(ctx, "v:"+id, func(ctx context.Context) (store.ListSizes, error) { return l.venueSizes(ctx, id) })
+}
+
+// venueSizes adds up the venue's sections (none: zero sizes).
+func (l *listSizer) venueSizes(ctx context.Context, venueID string) (store.ListSizes, error) {
+	m, err := l.cat.SectionsByVenueIDs(ctx, []string{venueID})
+	if err != nil {
+		return store.ListSizes{}, err
+	}
+	var z store.ListSizes
+	for _, s := range m[venueID] {
+		z.Sections++
+		z.Seats += s.Capacity
+		z.LargestSection = max(z.LargestSection, s.Capacity)
+	}
+	return z, nil
 }
 
 // anyVenue is the scope of a list whose venue is not known in advance.

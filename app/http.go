@@ -134,7 +134,7 @@ func (a *App) graphqlHandler() http.Handler {
 	srv.Use(NewDocumentLimits(1000, a.Cfg.Introspection)) // after APQ, which may supply the query
 	srv.Use(DepthLimit{Max: MaxQueryDepth})
 	srv.Use(&InputCheck{})
-	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity, Sizes: newListSizer(a.Store)})
+	srv.Use(&ComplexityLimit{Max: MaxQueryComplexity, Sizes: newListSizer(a.Catalog, a.Store)})
 	srv.AroundOperations(resolvers.LoaderOperations(a.Catalog))
 	srv.AroundFields(markResolverErrors)
 	srv.AroundFields(a.newFairUse().fields) // FairUse (app/fairuse.go)

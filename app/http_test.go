@@ -29,6 +29,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ticketing/ticketing/app"
+	"github.com/ticketing/ticketing/auth"
+	"github.com/ticketing/ticketing/catalog"
 	"github.com/ticketing/ticketing/config"
 	"github.com/ticketing/ticketing/internal/testdb"
 )
@@ -420,6 +422,44 @@ func TestLimits(t *testing.T) {
 		r = b.graphql(t, "", fmt.Sprintf(q, 1))
 		for _, e := range r.Errors {
 			require.NotEqual(t, "COMPLEXITY_LIMIT_EXCEEDED", e.Extensions["code"])
+		}
+	})
+	t.Run("ErrComplexityPricesAnEventsSeatMapByItsVenue", func(t *testing.T) {
+		t.Parallel()
+		// An event's seat map costs its venue's seats (the sizes come from
+		// the catalog): four copies of a 60,000-unit floor's map are
+		// refused, four of a 100-unit room's are not, and an unknown event
+		// costs nothing.
+		admin := auth.WithUser(t.Context(), auth.User{ID: "admin-1", Roles: []string{"admin"}})
+		event := func(capacity int) string {
+			v, err := b.app.Catalog.CreateVenue(admin, catalog.VenueInput{Name: fmt.Sprintf("Sala %d", capacity),
+				Address: "Calle 1", City: "Madrid", Country: "ES", Lat: 40.4, Lon: -3.7,
+				Sections: []catalog.SectionInput{{Name: "Pista", Kind: catalog.KindGeneralAdmission, Capacity: capacity}}})
+			require.NoError(t, err)
+			secs, err := b.app.Catalog.SectionsByVenueIDs(t.Context(), []string{v.ID})
+			require.NoError(t, err)
+			starts := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Minute)
+			e, err := b.app.Catalog.CreateEvent(admin, catalog.EventInput{Name: fmt.Sprintf("Noche %d", capacity),
+				Category: "concierto", StartsAt: starts, VenueID: v.ID, SaleStartsAt: time.Now().Add(-time.Hour),
+				Prices:            []catalog.PriceInput{{SectionID: secs[v.ID][0].ID, Amount: 1000, Currency: "EUR"}},
+				MaxTicketsPerUser: 4, HoldDurationSeconds: 300})
+			require.NoError(t, err)
+			return e.ID
+		}
+		maps := func(id string) string {
+			var q strings.Builder
+			q.WriteString("{ ")
+			for i := range 4 {
+				fmt.Fprintf(&q, `m%d: event(id: "%s") { seatMap { seats { seatId status } } } `, i, id)
+			}
+			return q.String() + "}"
+		}
+		r := b.graphql(t, "", maps(event(60_000)))
+		require.Len(t, r.Errors, 1)
+		require.Equal(t, "COMPLEXITY_LIMIT_EXCEEDED", r.Errors[0].Extensions["code"])
+		for _, id := range []string{event(100), "0190c0de-0000-7000-8000-000000000000"} {
+			r = b.graphql(t, "", maps(id))
+			require.Empty(t, r.Errors, id)
 		}
 	})
 	t.Run("ErrComplexity", func(t *testing.T) {
