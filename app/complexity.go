@@ -81,6 +81,9 @@ func (l *listSizer) get(ctx context.Context, key string, read func(context.Conte
 		return z
 	}
 	z, err := read(ctx)
+	if errors.Is(err, errUnknown) {
+		return store.ListSizes{} // nothing to return (yet: not remembered)
+	}
 	if err != nil {
 		// The database is away: price as the largest venue seen (the
 		// operation will fail anyway if it needs the database).
@@ -100,11 +103,9 @@ func (l *listSizer) event(ctx context.Context, id string) store.ListSizes {
 	if _, err := uuid.Parse(id); err != nil {
 		return store.ListSizes{} // no such event: nothing to return
 	}
-	unknown := false
-	z := l.get(ctx, "e:"+id, func(ctx context.Context) (store.ListSizes, error) {
+	return l.get(ctx, "e:"+id, func(ctx context.Context) (store.ListSizes, error) {
 		e, err := l.cat.GetEvent(ctx, id)
 		if errors.Is(err, apperr.ErrNotFound) {
-			unknown = true
 			return store.ListSizes{}, errUnknown
 		}
 		if err != nil {
@@ -112,15 +113,12 @@ func (l *listSizer) event(ctx context.Context, id string) store.ListSizes {
 		}
 		return l.venueSizes(ctx, e.VenueID)
 	})
-	if unknown {
-		return store.ListSizes{} // no such event (yet: not remembered)
-	}
-	return z
 }
 
-// errUnknown is an event the catalog does not know: its sizes are zero and
-// not cached (the replica may not have it yet).
-var errUnknown = errors.New("no such event")
+// errUnknown is an event or a venue the catalog does not know (a venue
+// without sections): its sizes are zero and not cached (the replica may not
+// have it yet).
+var errUnknown = errors.New("no such event or venue")
 
 func (l *listSizer) venue(ctx context.Context, id string) store.ListSizes {
 	if l == nil || l.cat == nil {
@@ -132,11 +130,14 @@ func (l *listSizer) venue(ctx context.Context, id string) store.ListSizes {
 	return l.get(ctx, "v:"+id, func(ctx context.Context) (store.ListSizes, error) { return l.venueSizes(ctx, id) })
 }
 
-// venueSizes adds up the venue's sections (none: zero sizes).
+// venueSizes adds up the venue's sections (none: errUnknown).
 func (l *listSizer) venueSizes(ctx context.Context, venueID string) (store.ListSizes, error) {
 	m, err := l.cat.SectionsByVenueIDs(ctx, []string{venueID})
 	if err != nil {
 		return store.ListSizes{}, err
+	}
+	if len(m[venueID]) == 0 {
+		return store.ListSizes{}, errUnknown
 	}
 	var z store.ListSizes
 	for _, s := range m[venueID] {
