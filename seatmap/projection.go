@@ -63,10 +63,13 @@ type projection struct {
 	// Of the current version's load from Postgres, read by the refresh
 	// only (under the Service's singleflight for the event).
 	seatIdx, gaIdx map[string]int // seat or GA section id -> index in the snapshot
-	loaded         time.Time
-	// checked is when the projection was last brought up to date (unix ns);
-	// used is when it was last read, for eviction.
-	checked, used atomic.Int64
+	// loaded is when the current version's load from Postgres was (unix
+	// ns); checked when the projection was last brought up to date; used
+	// when it was last read, for eviction.
+	loaded, checked, used atomic.Int64
+	// dirty says the change feed named the event since the projection
+	// last read its stream (feed.go).
+	dirty atomic.Bool
 	// entries is the seats and GA sections of its last load (Service.projM).
 	entries int
 }
@@ -101,9 +104,10 @@ func (s *Service) snapshot(ctx context.Context, eventID string) (*version, error
 	p := s.projection(eventID)
 	now := time.Now()
 	p.used.Store(now.UnixNano())
-	if v := p.cur.Load(); v != nil && now.Sub(time.Unix(0, p.checked.Load())) < s.cfg.Refresh {
+	if v := s.current(p, now); v != nil {
 		return v, nil
 	}
+	s.startFeed()
 	// One refresh per event at a time, however many viewers ask.
 	ch := s.sf.DoChan(eventID, func() (any, error) {
 		// Not the first caller's ctx: the others wait on this refresh too.
@@ -120,6 +124,27 @@ func (s *Service) snapshot(ctx context.Context, eventID string) (*version, error
 		}
 		return r.Val.(*version), nil
 	}
+}
+
+// current is p's version if it is served without a refresh: brought up to
+// date within Refresh, or not named by the change feed since it last read
+// its stream (so as current as a read of the stream would make it;
+// feed.go); nil otherwise.
+func (s *Service) current(p *projection, now time.Time) *version {
+	v := p.cur.Load()
+	if v == nil {
+		return nil
+	}
+	if now.Sub(time.Unix(0, p.checked.Load())) < s.cfg.Refresh {
+		return v
+	}
+	// fedAt before dirty: the marks of the feed read it stands for are
+	// visible after it.
+	if at, ok := s.fedAt(now); ok && !p.dirty.Load() && now.Sub(time.Unix(0, p.loaded.Load())) < reloadEvery {
+		p.checked.Store(max(p.checked.Load(), at.UnixNano()))
+		return v
+	}
+	return nil
 }
 
 // projection returns the event's projection, made empty if there is none.
@@ -186,15 +211,27 @@ func (s *Service) loaded(eventID string, p *projection, entries int) {
 // refresh brings p up to date: from the stream when it can, else from
 // Postgres.
 func (s *Service) refresh(ctx context.Context, eventID string, p *projection) (*version, error) {
+	// Cleared before the stream is read: a change the feed names from now
+	// on marks it again. Marked again below unless the projection is
+	// brought up to date.
+	p.dirty.Store(false)
+	current := false
+	defer func() {
+		if !current {
+			p.dirty.Store(true)
+		}
+	}()
 	v := p.cur.Load()
 	reason := "first"
 	if v != nil {
 		reason = "age"
-		if time.Since(p.loaded) < reloadEvery {
+		sinceLoad := time.Since(time.Unix(0, p.loaded.Load()))
+		if sinceLoad < reloadEvery {
 			if reason = s.lag.behind(ctx, s); reason == "" {
 				next, err := s.advance(ctx, eventID, p, v)
 				if err == nil {
 					p.checked.Store(time.Now().UnixNano())
+					current = true
 					return next, nil
 				}
 				reason = "redis"
@@ -202,7 +239,7 @@ func (s *Service) refresh(ctx context.Context, eventID string, p *projection) (*
 					reason = "lost"
 				}
 			}
-			if time.Since(p.loaded) < s.cfg.SnapshotTTL {
+			if sinceLoad < s.cfg.SnapshotTTL {
 				p.checked.Store(time.Now().UnixNano())
 				return v, nil // loaded from Postgres a moment ago
 			}
@@ -224,11 +261,13 @@ func (s *Service) refresh(ctx context.Context, eventID string, p *projection) (*
 	for i, x := range snap.GeneralAdmission {
 		p.gaIdx[x.SectionID] = i
 	}
-	p.loaded = time.Now()
+	now := time.Now().UnixNano()
+	p.loaded.Store(now)
 	s.loaded(eventID, p, len(snap.Seats)+len(snap.GeneralAdmission))
 	v = newVersion(snap)
 	p.cur.Store(v)
-	p.checked.Store(p.loaded.UnixNano())
+	p.checked.Store(now)
+	current = true
 	return v, nil
 }
 
@@ -457,9 +496,8 @@ func (s *Service) Counts(ctx context.Context, eventID string) (c Counts, ok bool
 	return c, ok, nil
 }
 
-// CachedCounts returns the counts of a map this instance holds and has
-// brought up to date within Refresh, as Snapshot would serve it without
-// a refresh; false otherwise.
+// CachedCounts returns the counts of a map this instance holds and would
+// serve without a refresh (Service.current); false otherwise.
 func (s *Service) CachedCounts(eventID string) (Counts, bool) {
 	if s == nil {
 		return Counts{}, false
@@ -470,11 +508,12 @@ func (s *Service) CachedCounts(eventID string) (Counts, bool) {
 	if p == nil {
 		return Counts{}, false
 	}
-	v := p.cur.Load()
-	if v == nil || time.Since(time.Unix(0, p.checked.Load())) >= s.cfg.Refresh {
+	now := time.Now()
+	v := s.current(p, now)
+	if v == nil {
 		return Counts{}, false
 	}
-	p.used.Store(time.Now().UnixNano())
+	p.used.Store(now.UnixNano())
 	return v.snap.counts()
 }
 

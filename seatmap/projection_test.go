@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -69,12 +70,24 @@ func streamVersions(t *testing.T, b *bundle, cursor string) map[string]int64 {
 // snapshot is older than a change up to its own cursor; once the changes
 // settle the snapshot equals Postgres's view, and the projection got there
 // from the stream (one load from Postgres).
+// It runs with the projection reading its stream at every snapshot
+// (Refresh 1ms) and with the default Refresh, where a projection whose
+// event the change feed has not named is served without reading it.
 func TestProjectionEqualsDatabaseAfterRacingHolds(t *testing.T) {
 	t.Parallel()
+	for _, refresh := range []time.Duration{time.Millisecond, 0} {
+		t.Run(fmt.Sprintf("Refresh=%s", refresh), func(t *testing.T) {
+			t.Parallel()
+			testProjectionEqualsDatabaseAfterRacingHolds(t, refresh)
+		})
+	}
+}
+
+func testProjectionEqualsDatabaseAfterRacingHolds(t *testing.T, refresh time.Duration) {
 	b := setup(t)
 	reg := prometheus.NewRegistry()
 	// (A relay slowed down by a loaded machine must not count as behind here.)
-	svc := b.service(t, seatmap.Config{Refresh: time.Millisecond, MaxRelayLag: time.Hour, Registerer: reg})
+	svc := b.service(t, seatmap.Config{Refresh: refresh, MaxRelayLag: time.Hour, Registerer: reg})
 	b.relay(t, svc)
 	ctx := context.Background()
 	_, err := svc.Snapshot(ctx, b.eventID)
@@ -184,16 +197,32 @@ func assertNoError(t *testing.T, err error) bool {
 // TestProjectionFallsBackToPostgresWhenRelayIsBehind: with the relay
 // stopped the stream says nothing new, yet once the oldest unpublished
 // change is older than MaxRelayLag the snapshot comes from Postgres.
+// Also with the change feed in use (Refresh 200ms), which names nothing
+// while the relay is stopped.
 func TestProjectionFallsBackToPostgresWhenRelayIsBehind(t *testing.T) {
 	t.Parallel()
+	for _, refresh := range []time.Duration{time.Millisecond, 200 * time.Millisecond} {
+		t.Run(fmt.Sprintf("Refresh=%s", refresh), func(t *testing.T) {
+			t.Parallel()
+			testProjectionFallsBackToPostgresWhenRelayIsBehind(t, refresh)
+		})
+	}
+}
+
+func testProjectionFallsBackToPostgresWhenRelayIsBehind(t *testing.T, refresh time.Duration) {
 	b := setup(t)
 	reg := prometheus.NewRegistry()
-	svc := b.service(t, seatmap.Config{Refresh: time.Millisecond, SnapshotTTL: 10 * time.Millisecond,
+	svc := b.service(t, seatmap.Config{Refresh: refresh, SnapshotTTL: 10 * time.Millisecond,
 		MaxRelayLag: 100 * time.Millisecond, Registerer: reg})
 	ctx := context.Background()
 	s, err := svc.Snapshot(ctx, b.eventID)
 	require.NoError(t, err)
 	require.Equal(t, "AVAILABLE", status(s, b.seats[0]))
+	// Settled: the feed read to its end, the projection not marked.
+	time.Sleep(2 * refresh)
+	_, err = svc.Snapshot(ctx, b.eventID)
+	require.NoError(t, err)
+	time.Sleep(2 * refresh)
 	b.hold(t, b.seats[0]) // no relay: the change stays in the outbox
 	require.Eventually(t, func() bool {
 		s, err = svc.Snapshot(ctx, b.eventID)
@@ -272,6 +301,108 @@ func TestProjectionReloadsWhenTheStreamLostAChange(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, "HELD", status(s, b.seats[1]), "the lost change")
 	require.Positive(t, loads(t, reg, "lost"))
+}
+
+// streamReads counts the commands a client sends that name key.
+type streamReads struct {
+	key string
+	n   atomic.Int64
+}
+
+func (h *streamReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *streamReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		for _, a := range cmd.Args() {
+			if a == h.key {
+				h.n.Add(1)
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *streamReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestProjectionOfAnUnchangedEventSkipsItsStream: past Refresh, a
+// projection whose event the change feed has not named is served without
+// reading its stream; a change the relay publishes is still seen (its feed
+// entry marks the projection).
+func TestProjectionOfAnUnchangedEventSkipsItsStream(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	own := testdb.NewRedis(t)
+	reads := &streamReads{key: b.prefix + "seatmap:{" + b.eventID + "}"}
+	own.AddHook(reads)
+	const refresh = 200 * time.Millisecond
+	svc := seatmap.New(own, b.st, seatmap.Config{Prefix: b.prefix, Refresh: refresh})
+	t.Cleanup(func() { _ = svc.Close() })
+	b.relay(t, b.service(t, seatmap.Config{}))
+	b.hold(t, b.seats[1]) // the feed and the event's stream exist
+	require.Eventually(t, func() bool {
+		s, err := svc.Snapshot(ctx, b.eventID)
+		require.NoError(t, err)
+		return status(s, b.seats[1]) == "HELD"
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// Ten snapshots, each past Refresh: each read the stream before the
+	// feed. (A few may still, when the feed's reader is late on a loaded
+	// machine.)
+	time.Sleep(refresh + 50*time.Millisecond)
+	before := reads.n.Load()
+	for range 10 {
+		time.Sleep(refresh + 50*time.Millisecond)
+		s, err := svc.Snapshot(ctx, b.eventID)
+		require.NoError(t, err)
+		require.Equal(t, "AVAILABLE", status(s, b.seats[0]))
+	}
+	require.LessOrEqual(t, reads.n.Load()-before, int64(3), "stream reads for 10 snapshots of an unchanged event")
+
+	b.hold(t, b.seats[0])
+	require.Eventually(t, func() bool {
+		s, err := svc.Snapshot(ctx, b.eventID)
+		require.NoError(t, err)
+		return status(s, b.seats[0]) == "HELD"
+	}, 10*time.Second, 10*time.Millisecond, "a change after the projection stopped reading its stream")
+}
+
+// TestProjectionSeesAChangeTheFeedLost: a change in the stream without a
+// feed entry (lost with the feed, trimmed before this instance read it) is
+// seen once the instance finds the gap in the feed: its position is gone.
+func TestProjectionSeesAChangeTheFeedLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const refresh = 200 * time.Millisecond
+	svc := b.service(t, seatmap.Config{Refresh: refresh})
+	feed := b.prefix + "seatmap:changed"
+	require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: feed, Values: []any{"e", uuid.NewString()}}).Err())
+	s, err := svc.Snapshot(ctx, b.eventID)
+	require.NoError(t, err)
+	require.Equal(t, "AVAILABLE", status(s, b.seats[0]))
+	// The feed read to its end (its first read marks every projection;
+	// the second snapshot reads the stream if so): the projection is
+	// trusted.
+	time.Sleep(2 * refresh)
+	_, err = svc.Snapshot(ctx, b.eventID)
+	require.NoError(t, err)
+	time.Sleep(2 * refresh)
+
+	// The change, in the stream as Publish writes it, with no feed entry.
+	seat := seatmap.Seat{SeatID: b.seats[0], SectionID: b.section, Status: "HELD", Version: 1 << 40}
+	u, err := json.Marshal(map[string]any{"seats": []seatmap.Seat{seat}})
+	require.NoError(t, err)
+	require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: b.prefix + "seatmap:{" + b.eventID + "}",
+		Values: []any{"u", string(u)}}).Err())
+	// The feed lost: a new one names another event only.
+	require.NoError(t, b.rdb.Del(ctx, feed).Err())
+	require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: feed, Values: []any{"e", uuid.NewString()}}).Err())
+	require.Eventually(t, func() bool {
+		s, err = svc.Snapshot(ctx, b.eventID)
+		require.NoError(t, err)
+		return status(s, b.seats[0]) == "HELD"
+	}, 10*time.Second, 10*time.Millisecond, "the change behind the gap (else seen only at the reload, a minute on)")
 }
 
 // status is the seat's status in s.

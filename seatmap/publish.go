@@ -18,7 +18,8 @@ type entry struct {
 
 // Publish is the outbox sink of the seat map: it turns the batch's
 // inventory rows into one stream entry per event (GA sections recounted from
-// Postgres now, after the rows' commit) and wakes the hubs of every instance.
+// Postgres now, after the rows' commit), wakes the hubs of every instance,
+// then names the events in the change feed (feed.go).
 // Rows of other topics are ignored. Publishing a batch twice is harmless.
 func (s *Service) Publish(ctx context.Context, rows []outbox.Row) error {
 	type pending struct {
@@ -85,6 +86,11 @@ func (s *Service) Publish(ctx context.Context, rows []outbox.Row) error {
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("seat map publish: %w", err)
+	}
+	// Only now: a reader of the feed finds these entries in the streams
+	// (feed.go). On failure the relay publishes the batch again.
+	if err := s.appendFeed(ctx, order); err != nil {
+		return fmt.Errorf("seat map publish: change feed: %w", err)
 	}
 	s.m.published.Add(float64(len(order)))
 	return nil

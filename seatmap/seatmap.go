@@ -145,6 +145,7 @@ type Service struct {
 	// projEntries is the seats and GA sections the projections hold.
 	projEntries int
 	lag         relayLag
+	feed        feed
 }
 
 // New returns a Service. Close it to release its pub/sub connection.
@@ -181,12 +182,14 @@ func New(rdb redis.UniversalClient, st *store.Store, cfg Config) *Service {
 		hubs:  map[string]*hub{},
 		projs: map[string]*projection{},
 	}
+	s.feed.stop, s.feed.done = make(chan struct{}), make(chan struct{})
 	return s
 }
 
-// Close stops every hub (their subscribers' channels are closed) and the
-// pub/sub connection.
+// Close stops every hub (their subscribers' channels are closed), the
+// pub/sub connection and the change feed's reader.
 func (s *Service) Close() error {
+	s.closeFeed()
 	s.mu.Lock()
 	hubs := s.hubs
 	s.hubs = map[string]*hub{}
