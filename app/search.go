@@ -83,7 +83,7 @@ type searchChange struct {
 func (f *searchFollower) sink() outbox.Sink {
 	apply := outbox.ProjectorSink(f.svc)
 	return outbox.SinkFunc(func(ctx context.Context, rows []outbox.Row) error {
-		ids := outbox.EventIDs(rows, outbox.TopicCatalog, outbox.TopicInventory)
+		ids := outbox.EventIDs(rows, outbox.TopicCatalog) // what apply reindexes
 		f.forget(ids...)
 		if err := apply.Publish(ctx, rows); err != nil {
 			return err

@@ -62,11 +62,9 @@ func (a *App) runRelay(ctx context.Context) {
 	sinks := []outbox.Sink{a.SeatMap}
 	if len(a.Projections) > 0 {
 		idx := search.NewPendingIndexer(a.Store, a.applyProjections, a.Log)
-		// A round rebuilds each pending event's document from Postgres,
-		// counting every inventory row of the event (45,000 for
-		// bench/holds' hot event): during a sale every event on sale is
-		// pending all the time, so the rounds' rate is the cost. Search
-		// may be stale (the hold re-checks): once a second.
+		// A round rebuilds each pending event's document from Postgres.
+		// Only catalog changes make an event pending (documents hold no
+		// inventory); search may be stale: at most once a second.
 		idx.Interval = searchIndexInterval
 		sinks = append(sinks, outbox.PendingSink(a.Store, idx.Wake))
 		done := make(chan struct{})

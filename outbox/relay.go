@@ -399,11 +399,12 @@ type Projector interface {
 	Apply(ctx context.Context, eventIDs []string) error
 }
 
-// ProjectorSink passes the events of 'catalog' and 'inventory' rows to p,
-// which reloads them from Postgres (so it decides what it needs).
+// ProjectorSink passes the events of 'catalog' rows to p, which reloads
+// them from Postgres. (The search projection's documents hold no
+// inventory: an 'inventory' row changes nothing it keeps.)
 func ProjectorSink(p Projector) Sink {
 	return SinkFunc(func(ctx context.Context, rows []Row) error {
-		ids := EventIDs(rows, TopicCatalog, TopicInventory)
+		ids := EventIDs(rows, TopicCatalog)
 		if len(ids) == 0 {
 			return nil
 		}
@@ -411,7 +412,7 @@ func ProjectorSink(p Projector) Sink {
 	})
 }
 
-// PendingSink records the events of 'catalog' and 'inventory' rows in
+// PendingSink records the events of 'catalog' rows (as ProjectorSink) in
 // search_pending, in the relay's transaction (one statement per batch), for
 // an indexer that runs apart from the relay (search.PendingIndexer): a slow
 // search index no longer delays the batches, and with them the seat map.
@@ -427,7 +428,7 @@ type pendingSink struct {
 }
 
 func (p *pendingSink) PublishTx(ctx context.Context, tx *store.Store, rows []Row) error {
-	return tx.SearchPendingAdd(ctx, EventIDs(rows, TopicCatalog, TopicInventory))
+	return tx.SearchPendingAdd(ctx, EventIDs(rows, TopicCatalog))
 }
 
 func (p *pendingSink) Publish(ctx context.Context, rows []Row) error {

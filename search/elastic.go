@@ -107,15 +107,16 @@ func esSource(d Document) map[string]any {
 		"id": d.ID, "name": d.Name, "description": d.Description, "artists": d.Artists,
 		"venue": d.Venue, "city": d.City, "category": d.Category, "country": d.Country,
 		"location": map[string]float64{"lat": d.Lat, "lon": d.Lon}, "lat": d.Lat, "lon": d.Lon,
-		"startsAt": d.StartsAt.UTC().Format(time.RFC3339Nano), "saleStatus": d.SaleStatus,
-		"available": d.Available, "minPrice": d.MinPrice, "maxPrice": d.MaxPrice,
+		"startsAt": d.StartsAt.UTC().Format(time.RFC3339Nano),
+		"minPrice": d.MinPrice, "maxPrice": d.MaxPrice,
 		"currency": d.Currency, "version": d.Version,
 	}
 }
 
 // BulkBody is the NDJSON of indexing docs into index with external
-// versioning (version_type=external_gte: an equal version refreshes the
-// approximate availability, an older one is rejected).
+// versioning (version_type=external_gte: an equal version is written again,
+// the same document from a replay or another instance; an older one is
+// rejected).
 func BulkBody(index string, docs []Document) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

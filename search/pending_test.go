@@ -69,6 +69,20 @@ func TestPendingIndexerEditReachesSearch(t *testing.T) {
 	require.Eventually(t, func() bool { return pendingCount(t, st) == 0 }, 10*time.Second, 20*time.Millisecond)
 }
 
+// A hold or a sale (an 'inventory' outbox row) does not make its event
+// pending: documents hold no inventory. A catalog change does.
+func TestPendingSinkIgnoresInventoryChanges(t *testing.T) {
+	ctx := context.Background()
+	pool := testdb.NewPool(t)
+	st := store.New(pool)
+	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
+	sink := outbox.PendingSink(st, nil)
+	require.NoError(t, sink.Publish(ctx, []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicInventory}}))
+	require.Zero(t, pendingCount(t, st))
+	require.NoError(t, sink.Publish(ctx, []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicInventory}, {EventID: &ev.ID, Topic: outbox.TopicCatalog}}))
+	require.Equal(t, 1, pendingCount(t, st))
+}
+
 // An indexer that claimed events and died before indexing them loses
 // nothing: once its lease runs out another indexer takes them. A failed
 // indexing gives its claims back at once.
@@ -77,7 +91,7 @@ func TestPendingIndexerCrashLosesNothing(t *testing.T) {
 	pool := testdb.NewPool(t)
 	st := store.New(pool)
 	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
-	require.NoError(t, outbox.PendingSink(st, nil).Publish(ctx, []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicInventory}}))
+	require.NoError(t, outbox.PendingSink(st, nil).Publish(ctx, []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicCatalog}}))
 
 	// The "crashed" indexer: claims with a short lease, never indexes.
 	claimed, err := st.SearchPendingClaim(ctx, 10, 300*time.Millisecond)
@@ -121,7 +135,7 @@ func TestPendingIndexerChangeDuringIndexing(t *testing.T) {
 	st := store.New(pool)
 	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
 	sink := outbox.PendingSink(st, nil)
-	rows := []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicInventory}}
+	rows := []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicCatalog}}
 	require.NoError(t, sink.Publish(ctx, rows))
 	rounds := 0
 	idx := search.NewPendingIndexer(st, func(ctx context.Context, ids []string) error {
@@ -150,7 +164,7 @@ func TestPendingIndexersDoNotDoubleIndex(t *testing.T) {
 	var rows []outbox.Row
 	for i := 0; i < 40; i++ {
 		ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
-		rows = append(rows, outbox.Row{EventID: &ev.ID, Topic: outbox.TopicInventory})
+		rows = append(rows, outbox.Row{EventID: &ev.ID, Topic: outbox.TopicCatalog})
 	}
 	require.NoError(t, outbox.PendingSink(st, nil).Publish(ctx, rows))
 

@@ -25,12 +25,13 @@ type Document struct {
 	Lat         float64   `json:"lat"`
 	Lon         float64   `json:"lon"`
 	StartsAt    time.Time `json:"startsAt"`
-	SaleStatus  string    `json:"saleStatus"`
-	// Available is the approximate number of free seats/units (-1: unknown).
-	Available int    `json:"available"`
-	MinPrice  int64  `json:"minPrice"`
-	MaxPrice  int64  `json:"maxPrice"`
-	Currency  string `json:"currency"`
+	// No availability nor sale status: nothing searches or sorts by them,
+	// and an event's page and every result node read them live
+	// (catalog), so the index never follows the inventory (a hold or a
+	// sale does not reindex its event).
+	MinPrice int64  `json:"minPrice"`
+	MaxPrice int64  `json:"maxPrice"`
+	Currency string `json:"currency"`
 	// Version is events.version: a document never replaces a newer one.
 	Version int64 `json:"version"`
 	// UpdatedAt is when the event last changed in Postgres (for the lag metric).

@@ -265,20 +265,16 @@ type Compacter interface {
 	Compact(ctx context.Context) error
 }
 
-// document converts a Postgres row; the sale status is judged now, by
-// the same rule as the catalog's (store.SaleStatus).
+// document converts a Postgres row.
 func (s *Service) document(r store.SearchDoc) Document {
 	d := Document{
 		ID: r.ID, Name: r.Name, Description: r.Description, Category: r.Category,
 		Artists: r.Artists, Venue: r.VenueName, City: r.City, Country: r.Country,
-		Lat: r.Lat, Lon: r.Lon, StartsAt: r.StartsAt.UTC(), Available: -1,
+		Lat: r.Lat, Lon: r.Lon, StartsAt: r.StartsAt.UTC(),
 		Version: r.Version, UpdatedAt: r.UpdatedAt,
 	}
 	if d.Artists == nil {
 		d.Artists = []string{}
-	}
-	if r.Capacity > 0 {
-		d.Available = r.Available
 	}
 	if r.MinPrice != nil {
 		d.MinPrice, d.MaxPrice = *r.MinPrice, *r.MaxPrice
@@ -286,7 +282,6 @@ func (s *Service) document(r store.SearchDoc) Document {
 	if r.Currency != nil {
 		d.Currency = *r.Currency
 	}
-	d.SaleStatus = store.SaleStatus(s.Now(), r.SaleStartsAt, r.SaleEndsAt, r.CancelledAt, r.Capacity, r.Available)
 	return d
 }
 

@@ -28,9 +28,6 @@ type SearchDoc struct {
 	MinPrice     *int64     `db:"min_price"`
 	MaxPrice     *int64     `db:"max_price"`
 	Currency     *string    `db:"currency"`
-	// Available and Capacity count the inventory (0, 0 without inventory).
-	Available int `db:"available"`
-	Capacity  int `db:"capacity"`
 }
 
 // SearchVersion is the current version of one event.
@@ -45,16 +42,11 @@ const (
 	v.name AS venue_name, v.city, v.country, v.lat, v.lon,
 	COALESCE((SELECT array_agg(a.name ORDER BY ea.position) FROM event_artists ea
 		JOIN artists a ON a.id = ea.artist_id WHERE ea.event_id = e.id), '{}') AS artists,
-	p.min_price, p.max_price, p.currency,
-	COALESCE(i.available, 0) AS available, COALESCE(i.capacity, 0) AS capacity
+	p.min_price, p.max_price, p.currency
 FROM events e
 JOIN venues v ON v.id = e.venue_id
 LEFT JOIN LATERAL (SELECT min(amount) AS min_price, max(amount) AS max_price, min(currency) AS currency
-	FROM event_prices WHERE event_id = e.id) p ON true
-LEFT JOIN LATERAL (SELECT
-	count(*) FILTER (WHERE inventory_holdable(status, expires_at))::int AS available,
-	count(*)::int AS capacity
-	FROM inventory WHERE event_id = e.id) i ON true`
+	FROM event_prices WHERE event_id = e.id) p ON true`
 
 	sqlSearchDocsByIDs = searchDocSelect + ` WHERE e.id = ANY($1::uuid[])`
 	sqlSearchDocsPage  = searchDocSelect + `
