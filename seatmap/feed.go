@@ -20,7 +20,7 @@ import (
 // read: it is served as it is (Service.snapshot), where it used to read its
 // stream (XRANGE or XINFO) every Refresh whether its event changed or not:
 // with thousands of events each viewed about once a second, one Redis round
-// trip per page (bench/RESULTS.md, 2026-12-05).
+// trip per page (bench/RESULTS.md, 2026-12-04 late night).
 //
 // Why no change is missed: a feed entry is written after its events'
 // stream entries are acknowledged, so a change whose feed entry a read has
