@@ -31,8 +31,8 @@ import (
 // read that named its event loads its cursor after it. When the feed
 // cannot be followed without a gap (trimmed past this instance's position,
 // lost by Redis, or Redis unreachable), every projection is marked, and
-// while the feed is not read the projections check their streams every
-// Refresh as before.
+// while the feed is not read (or does not exist) the projections check
+// their streams every Refresh as before.
 
 // feedMaxLen caps the feed, approximately: one entry per relay batch, so
 // minutes of a busy sale.
@@ -110,8 +110,10 @@ func (f *feed) read(ctx context.Context, s *Service) bool {
 	if f.pos == "" || f.pos == "0-0" {
 		// The first read, after a gap, or while the feed did not exist:
 		// start from its end, every projection marked (those made after
-		// this read load their cursors after it). While the feed stays
-		// absent ("0-0"), nothing is marked.
+		// this read load their cursors after it). A feed that does not
+		// exist ("0-0": no relay batch since Redis started, or a relay of
+		// a build without the feed) is not trusted: the projections read
+		// their streams.
 		last, err := s.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
 		if err != nil {
 			f.pos = ""
@@ -120,10 +122,11 @@ func (f *feed) read(ctx context.Context, s *Service) bool {
 		if f.pos == "" || len(last) > 0 {
 			s.markAll()
 		}
-		f.pos = "0-0"
-		if len(last) > 0 {
-			f.pos = last[0].ID
+		if len(last) == 0 {
+			f.pos = "0-0"
+			return false
 		}
+		f.pos = last[0].ID
 		return true
 	}
 	for {

@@ -215,6 +215,9 @@ func testProjectionFallsBackToPostgresWhenRelayIsBehind(t *testing.T, refresh ti
 	svc := b.service(t, seatmap.Config{Refresh: refresh, SnapshotTTL: 10 * time.Millisecond,
 		MaxRelayLag: 100 * time.Millisecond, Registerer: reg})
 	ctx := context.Background()
+	// The feed exists, as once a relay has published (one that does not
+	// is never trusted).
+	require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: b.prefix + "seatmap:changed", Values: []any{"e", uuid.NewString()}}).Err())
 	s, err := svc.Snapshot(ctx, b.eventID)
 	require.NoError(t, err)
 	require.Equal(t, "AVAILABLE", status(s, b.seats[0]))
@@ -403,6 +406,33 @@ func TestProjectionSeesAChangeTheFeedLost(t *testing.T) {
 		require.NoError(t, err)
 		return status(s, b.seats[0]) == "HELD"
 	}, 10*time.Second, 10*time.Millisecond, "the change behind the gap (else seen only at the reload, a minute on)")
+}
+
+// TestProjectionWithoutAFeedReadsItsStream: while the change feed does
+// not exist (no relay batch since Redis started, or relays of a build
+// without it), projections read their streams every Refresh.
+func TestProjectionWithoutAFeedReadsItsStream(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const refresh = 200 * time.Millisecond
+	svc := b.service(t, seatmap.Config{Refresh: refresh})
+	_, err := svc.Snapshot(ctx, b.eventID)
+	require.NoError(t, err)
+	time.Sleep(2 * refresh)
+	_, err = svc.Snapshot(ctx, b.eventID)
+	require.NoError(t, err)
+	time.Sleep(2 * refresh)
+	seat := seatmap.Seat{SeatID: b.seats[0], SectionID: b.section, Status: "HELD", Version: 1 << 40}
+	u, err := json.Marshal(map[string]any{"seats": []seatmap.Seat{seat}})
+	require.NoError(t, err)
+	require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: b.prefix + "seatmap:{" + b.eventID + "}",
+		Values: []any{"u", string(u)}}).Err()) // as a relay without the feed publishes
+	require.Eventually(t, func() bool {
+		s, err := svc.Snapshot(ctx, b.eventID)
+		require.NoError(t, err)
+		return status(s, b.seats[0]) == "HELD"
+	}, 10*time.Second, 10*time.Millisecond, "seen within Refresh, not at the reload a minute on")
 }
 
 // status is the seat's status in s.
