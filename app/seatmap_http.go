@@ -91,6 +91,11 @@ func (a *App) runRelay(ctx context.Context) {
 	}
 	defer pool.Close()
 	r := outbox.New(pool, cfg, sinks...)
+	if err := a.SeatMap.AnnounceFeed(ctx); err != nil {
+		// The seat map's projections read their streams until a batch
+		// of this relay writes the feed.
+		a.Log.Warn("seat map change feed", "err", err)
+	}
 	_ = r.Run(ctx)
 }
 

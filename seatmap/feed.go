@@ -186,6 +186,13 @@ func (s *Service) appendFeed(ctx context.Context, events []string) error {
 	}).Err()
 }
 
+// AnnounceFeed writes a feed entry that names no event: the feed exists
+// from then on, and is trusted (an absent one is not: read). The relay
+// calls it when it starts (app.runRelay), before it publishes anything.
+func (s *Service) AnnounceFeed(ctx context.Context) error {
+	return s.appendFeed(ctx, nil)
+}
+
 // closeFeed stops the feed's reader if it runs.
 func (s *Service) closeFeed() {
 	started := true

@@ -89,6 +89,10 @@ func TestReadsBenchmark(t *testing.T) {
 	}
 	_, err = a.Search.Rebuild(t.Context())
 	require.NoError(t, err)
+	// The seat map's change feed exists, as once the workers' relay has
+	// started (app.runRelay): this instance's maps of unchanged events
+	// are served without reading their streams.
+	require.NoError(t, a.SeatMap.AnnounceFeed(t.Context()))
 	pair.CaughtUp(t)
 	t.Logf("%d events, %d clients, %s per phase, search caches on (queries rarely repeat)", len(cat.EventIDs), clients, dur)
 
