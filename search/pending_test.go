@@ -25,6 +25,13 @@ func pendingCount(t *testing.T, st *store.Store) int {
 	return n
 }
 
+// pendingEvent is a store on a fresh database with one small event.
+func pendingEvent(t *testing.T) (*store.Store, fixtures.Event) {
+	t.Helper()
+	pool := testdb.NewPool(t)
+	return store.New(pool), fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
+}
+
 // An edit goes outbox -> relay batch (search_pending, no indexing) ->
 // indexer -> index, and the pending row is gone afterwards.
 func TestPendingIndexerEditReachesSearch(t *testing.T) {
@@ -73,9 +80,7 @@ func TestPendingIndexerEditReachesSearch(t *testing.T) {
 // pending: documents hold no inventory. A catalog change does.
 func TestPendingSinkIgnoresInventoryChanges(t *testing.T) {
 	ctx := context.Background()
-	pool := testdb.NewPool(t)
-	st := store.New(pool)
-	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
+	st, ev := pendingEvent(t)
 	sink := outbox.PendingSink(st, nil)
 	require.NoError(t, sink.Publish(ctx, []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicInventory}}))
 	require.Zero(t, pendingCount(t, st))
@@ -88,9 +93,7 @@ func TestPendingSinkIgnoresInventoryChanges(t *testing.T) {
 // indexing gives its claims back at once.
 func TestPendingIndexerCrashLosesNothing(t *testing.T) {
 	ctx := context.Background()
-	pool := testdb.NewPool(t)
-	st := store.New(pool)
-	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
+	st, ev := pendingEvent(t)
 	require.NoError(t, outbox.PendingSink(st, nil).Publish(ctx, []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicCatalog}}))
 
 	// The "crashed" indexer: claims with a short lease, never indexes.
@@ -131,9 +134,7 @@ func TestPendingIndexerCrashLosesNothing(t *testing.T) {
 // the claim: the event is indexed again.
 func TestPendingIndexerChangeDuringIndexing(t *testing.T) {
 	ctx := context.Background()
-	pool := testdb.NewPool(t)
-	st := store.New(pool)
-	ev := fixtures.SmallEvent(t, pool, fixtures.EventOptions{})
+	st, ev := pendingEvent(t)
 	sink := outbox.PendingSink(st, nil)
 	rows := []outbox.Row{{EventID: &ev.ID, Topic: outbox.TopicCatalog}}
 	require.NoError(t, sink.Publish(ctx, rows))

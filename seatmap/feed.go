@@ -48,9 +48,9 @@ func (s *Service) feedKey() string { return s.cfg.Prefix + "seatmap:changed" }
 
 // feed is this instance's reader of the change feed.
 type feed struct {
-	start sync.Once
-	stop  chan struct{}
-	done  chan struct{}
+	start, stopped sync.Once
+	stop           chan struct{}
+	done           chan struct{}
 	// pos is the last entry read ("" before the first read, "0-0" while
 	// the feed does not exist); run's alone.
 	pos string
@@ -193,12 +193,10 @@ func (s *Service) AnnounceFeed(ctx context.Context) error {
 	return s.appendFeed(ctx, nil)
 }
 
-// closeFeed stops the feed's reader if it runs.
+// closeFeed stops the feed's reader if it runs (and keeps it from
+// starting); a second call returns at once.
 func (s *Service) closeFeed() {
-	started := true
-	s.feed.start.Do(func() { started = false })
-	if started {
-		close(s.feed.stop)
-		<-s.feed.done
-	}
+	s.feed.start.Do(func() { close(s.feed.done) }) // never started: now it never will
+	s.feed.stopped.Do(func() { close(s.feed.stop) })
+	<-s.feed.done
 }

@@ -9,25 +9,22 @@ import (
 
 // SearchDoc is everything the search projection indexes about one event.
 type SearchDoc struct {
-	ID           string     `db:"id"`
-	Name         string     `db:"name"`
-	Description  string     `db:"description"`
-	Category     string     `db:"category"`
-	StartsAt     time.Time  `db:"starts_at"`
-	SaleStartsAt time.Time  `db:"sale_starts_at"`
-	SaleEndsAt   *time.Time `db:"sale_ends_at"`
-	CancelledAt  *time.Time `db:"cancelled_at"`
-	Version      int64      `db:"version"`
-	UpdatedAt    time.Time  `db:"updated_at"`
-	VenueName    string     `db:"venue_name"`
-	City         string     `db:"city"`
-	Country      string     `db:"country"`
-	Lat          float64    `db:"lat"`
-	Lon          float64    `db:"lon"`
-	Artists      []string   `db:"artists"`
-	MinPrice     *int64     `db:"min_price"`
-	MaxPrice     *int64     `db:"max_price"`
-	Currency     *string    `db:"currency"`
+	ID          string    `db:"id"`
+	Name        string    `db:"name"`
+	Description string    `db:"description"`
+	Category    string    `db:"category"`
+	StartsAt    time.Time `db:"starts_at"`
+	Version     int64     `db:"version"`
+	UpdatedAt   time.Time `db:"updated_at"`
+	VenueName   string    `db:"venue_name"`
+	City        string    `db:"city"`
+	Country     string    `db:"country"`
+	Lat         float64   `db:"lat"`
+	Lon         float64   `db:"lon"`
+	Artists     []string  `db:"artists"`
+	MinPrice    *int64    `db:"min_price"`
+	MaxPrice    *int64    `db:"max_price"`
+	Currency    *string   `db:"currency"`
 }
 
 // SearchVersion is the current version of one event.
@@ -37,8 +34,8 @@ type SearchVersion struct {
 }
 
 const (
-	searchDocSelect = `SELECT e.id, e.name, e.description, e.category, e.starts_at, e.sale_starts_at,
-	e.sale_ends_at, e.cancelled_at, e.version, e.updated_at,
+	searchDocSelect = `SELECT e.id, e.name, e.description, e.category, e.starts_at,
+	e.version, e.updated_at,
 	v.name AS venue_name, v.city, v.country, v.lat, v.lon,
 	COALESCE((SELECT array_agg(a.name ORDER BY ea.position) FROM event_artists ea
 		JOIN artists a ON a.id = ea.artist_id WHERE ea.event_id = e.id), '{}') AS artists,
