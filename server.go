@@ -113,6 +113,10 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, lo
 	if *workers {
 		go a.RunWorkers(ctx)
 	}
+	// Not listening yet: a load balancer sends it nothing (connections
+	// are refused and go to the other instances) until the pages most
+	// likely browsed are in memory (WARMUP_EVENTS, WARMUP_TIMEOUT).
+	a.Warm(ctx)
 	// No ReadTimeout/WriteTimeout: they would cut WebSocket and SSE streams.
 	// Bodies are read (with a deadline and size limit) by the app's body
 	// middleware. Long-lived streams hang off baseCtx, which shutdown cancels

@@ -1,6 +1,9 @@
 package catalog
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Venues (with their sections and seats), artists, an event's artists and
 // an event's prices never change once created: store/ has no statement that
@@ -124,4 +127,47 @@ func (s *Service) CachedArtistsOfEvent(eventID string) ([]Artist, bool) {
 // CachedPricesOfEvent are the event's prices if they are in memory.
 func (s *Service) CachedPricesOfEvent(eventID string) ([]Price, bool) {
 	return cached(s, "PricesByEventIDs", eventID, nonEmpty[Price])
+}
+
+// Warm loads into memory what an event page of each event reads from the
+// catalog: its row (answered from memory for EventRowsFreshFor), its
+// venue, the venue's sections, its artists, its prices and their sections
+// (kept: immutable). app.Warm calls it before the instance takes traffic.
+func (s *Service) Warm(ctx context.Context, eventIDs []string) error {
+	const batch = 500
+	for i := 0; i < len(eventIDs); i += batch {
+		ids := eventIDs[i:min(i+batch, len(eventIDs))]
+		evs, err := s.EventsByIDs(ctx, ids)
+		if err != nil {
+			return err
+		}
+		venues := map[string]bool{}
+		for _, e := range evs {
+			venues[e.VenueID] = true
+		}
+		vids := keys(venues)
+		if _, err := s.VenuesByIDs(ctx, vids); err != nil {
+			return err
+		}
+		if _, err := s.SectionsByVenueIDs(ctx, vids); err != nil {
+			return err
+		}
+		if _, err := s.ArtistsByEventIDs(ctx, ids); err != nil {
+			return err
+		}
+		prices, err := s.PricesByEventIDs(ctx, ids)
+		if err != nil {
+			return err
+		}
+		sections := map[string]bool{}
+		for _, ps := range prices {
+			for _, p := range ps {
+				sections[p.SectionID] = true
+			}
+		}
+		if _, err := s.SectionsByIDs(ctx, keys(sections)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -74,6 +74,12 @@ type Config struct {
 	// Redis call of the hold path (leases, the per-address cap): past it the
 	// hold goes on with Postgres alone, as when Redis is down.
 	HoldsRedisTimeout time.Duration
+	// WarmupEvents (WARMUP_EVENTS, default 2000, 0 = off) is how many
+	// events' pages an instance loads before it listens (app.Warm), and
+	// WarmupTimeout (WARMUP_TIMEOUT, default 10s) the longest it spends
+	// on them before it listens all the same.
+	WarmupEvents  int
+	WarmupTimeout time.Duration
 	// DebugAddr (DEBUG_ADDR, default empty: off) is a separate listener for
 	// net/http/pprof; keep it on loopback.
 	DebugAddr string
@@ -221,6 +227,14 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.HoldLimitPerAddress = n
 	}
+	c.WarmupEvents, c.WarmupTimeout = 2000, 10*time.Second
+	if v := get("WARMUP_EVENTS", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100_000 {
+			return c, fmt.Errorf("config: WARMUP_EVENTS: want a whole number from 0 (off) to 100000, got %q", v)
+		}
+		c.WarmupEvents = n
+	}
 	durations := []struct {
 		name string
 		dst  *time.Duration
@@ -229,6 +243,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}{
 		{"SEATMAP_COALESCE", &c.SeatMapCoalesce, 10 * time.Second, "a duration like 100ms (at most 10s)"},
 		{"HOLDS_REDIS_TIMEOUT", &c.HoldsRedisTimeout, 10 * time.Second, "a duration like 100ms (at most 10s)"},
+		{"WARMUP_TIMEOUT", &c.WarmupTimeout, 10 * time.Minute, "a duration like 10s (at most 10m)"},
 		{"PAYMENTS_RECONCILE_AFTER", &c.PaymentsReconcileAfter, 24 * time.Hour, "a duration like 1m (at most 24h)"},
 		{"PAYMENTS_RECONCILE_INTERVAL", &c.PaymentsReconcileInterval, 24 * time.Hour, "a duration like 30s (at most 24h)"},
 	}

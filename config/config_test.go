@@ -36,6 +36,8 @@ func TestLoad(t *testing.T) {
 		require.Len(t, c.Warnings(), 2, "the two generated keys")
 		require.ElementsMatch(t, []string{"QUEUE_SIGNING_KEY", "TICKET_SIGNING_KEY"}, c.GeneratedKeys)
 		require.GreaterOrEqual(t, len(c.QueueSigningKey), 16)
+		require.Equal(t, 2000, c.WarmupEvents)
+		require.Equal(t, 10*time.Second, c.WarmupTimeout)
 	})
 	t.Run("OKAllowedOrigins", func(t *testing.T) {
 		t.Parallel()
@@ -61,7 +63,7 @@ func TestLoad(t *testing.T) {
 		t.Parallel()
 		c, err := Load(env(map[string]string{"SEATMAP_COALESCE": "250ms", "HOLDS_REDIS_TIMEOUT": "2s", "PAYMENTS_RECONCILE_AFTER": "2s",
 			"PAYMENTS_RECONCILE_INTERVAL": "500ms", "PAYMENTS_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_x",
-			"PAYMENTS_WEBHOOK_SECRET": "whsec_from_stripe", "DEV_SIGNIN": "off"}))
+			"PAYMENTS_WEBHOOK_SECRET": "whsec_from_stripe", "DEV_SIGNIN": "off", "WARMUP_EVENTS": "0", "WARMUP_TIMEOUT": "1m"}))
 		require.NoError(t, err)
 		require.Equal(t, 250*time.Millisecond, c.SeatMapCoalesce)
 		require.Equal(t, 2*time.Second, c.HoldsRedisTimeout)
@@ -69,6 +71,8 @@ func TestLoad(t *testing.T) {
 		require.Equal(t, 500*time.Millisecond, c.PaymentsReconcileInterval)
 		require.Equal(t, "sk_test_x", c.StripeSecretKey)
 		require.Equal(t, "off", c.DevSignIn)
+		require.Zero(t, c.WarmupEvents)
+		require.Equal(t, time.Minute, c.WarmupTimeout)
 	})
 
 	t.Run("OKWebhookBaseURL", func(t *testing.T) {
@@ -103,6 +107,8 @@ func TestLoad(t *testing.T) {
 		{"RedisClusterAddrs", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1"}, "REDIS_CLUSTER_ADDRS"},
 		{"SeatMapCoalesce", map[string]string{"SEATMAP_COALESCE": "fast"}, "SEATMAP_COALESCE"},
 		{"HoldsRedisTimeout", map[string]string{"HOLDS_REDIS_TIMEOUT": "11s"}, "HOLDS_REDIS_TIMEOUT"},
+		{"WarmupEvents", map[string]string{"WARMUP_EVENTS": "-1"}, "WARMUP_EVENTS"},
+		{"WarmupTimeout", map[string]string{"WARMUP_TIMEOUT": "11m"}, "WARMUP_TIMEOUT"},
 		{"ReconcileAfter", map[string]string{"PAYMENTS_RECONCILE_AFTER": "-1s"}, "PAYMENTS_RECONCILE_AFTER"},
 		{"ReconcileInterval", map[string]string{"PAYMENTS_RECONCILE_INTERVAL": "30"}, "PAYMENTS_RECONCILE_INTERVAL"},
 		// Stripe signs with the endpoint's secret: the public development

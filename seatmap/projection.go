@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sync"
@@ -37,8 +38,16 @@ import (
 
 // reloadEvery bounds how long a projection goes without a load from
 // Postgres: a change hidden from the stream (a loss of the stream right
-// after it was created) is repaired within it.
+// after it was created) is repaired within it. Each load picks its next
+// one between half of it and all of it (reloadAfter), so maps loaded
+// together (app.Warm's, a cold instance's first second) are not all
+// reloaded in the same second a minute later.
 const reloadEvery = time.Minute
+
+// reloadAfter is how long a new load is served before the next one.
+func reloadAfter() time.Duration {
+	return reloadEvery - rand.N(reloadEvery/2)
+}
 
 // maxProjections is how many events' projections an instance keeps, and
 // maxProjectionEntries how many seats and GA sections they hold together
@@ -64,9 +73,10 @@ type projection struct {
 	// only (under the Service's singleflight for the event).
 	seatIdx, gaIdx map[string]int // seat or GA section id -> index in the snapshot
 	// loaded is when the current version's load from Postgres was (unix
-	// ns); checked when the projection was last brought up to date; used
-	// when it was last read, for eviction.
-	loaded, checked, used atomic.Int64
+	// ns), and reloadAt when the next one is due (reloadAfter); checked
+	// when the projection was last brought up to date; used when it was
+	// last read, for eviction.
+	loaded, reloadAt, checked, used atomic.Int64
 	// dirty says the change feed named the event since the projection
 	// last read its stream (feed.go).
 	dirty atomic.Bool
@@ -140,7 +150,7 @@ func (s *Service) current(p *projection, now time.Time) *version {
 	}
 	// fedAt before dirty: the marks of the feed read it stands for are
 	// visible after it.
-	if at, ok := s.fedAt(now); ok && !p.dirty.Load() && now.Sub(time.Unix(0, p.loaded.Load())) < reloadEvery {
+	if at, ok := s.fedAt(now); ok && !p.dirty.Load() && now.UnixNano() < p.reloadAt.Load() {
 		p.checked.Store(max(p.checked.Load(), at.UnixNano()))
 		return v
 	}
@@ -226,7 +236,7 @@ func (s *Service) refresh(ctx context.Context, eventID string, p *projection) (*
 	if v != nil {
 		reason = "age"
 		sinceLoad := time.Since(time.Unix(0, p.loaded.Load()))
-		if sinceLoad < reloadEvery {
+		if time.Now().UnixNano() < p.reloadAt.Load() {
 			if reason = s.lag.behind(ctx, s); reason == "" {
 				next, err := s.advance(ctx, eventID, p, v)
 				if err == nil {
@@ -263,6 +273,7 @@ func (s *Service) refresh(ctx context.Context, eventID string, p *projection) (*
 	}
 	now := time.Now().UnixNano()
 	p.loaded.Store(now)
+	p.reloadAt.Store(now + int64(reloadAfter()))
 	s.loaded(eventID, p, len(snap.Seats)+len(snap.GeneralAdmission))
 	v = newVersion(snap)
 	p.cur.Store(v)
@@ -549,4 +560,48 @@ func (m *Snapshot) counts() (Counts, bool) {
 		return r
 	})
 	return r.c, r.ok
+}
+
+// Warm loads the projections of eventIDs, in that order, with workers
+// loads at a time, before the instance takes traffic (app.Warm): a cold
+// instance's first views of them are then served from memory like any
+// other. It stops at ctx's end, or once the projections fill half of what
+// an instance keeps (maxProjections, maxProjectionEntries), so they never
+// evict each other or what browsing loads next. It returns how many
+// events it loaded; an event that fails to load is left to its first view.
+func (s *Service) Warm(ctx context.Context, eventIDs []string, workers int) int {
+	if s == nil {
+		return 0
+	}
+	full := func() bool {
+		s.projM.Lock()
+		defer s.projM.Unlock()
+		return len(s.projs) >= maxProjections/2 || s.projEntries >= maxProjectionEntries/2
+	}
+	ids := make(chan string)
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, workers) {
+		wg.Go(func() {
+			for id := range ids {
+				if _, err := s.snapshot(ctx, id); err == nil {
+					n.Add(1)
+				} else if ctx.Err() == nil {
+					s.log.Warn("seat map: warm-up load failed", "event", id, "err", err)
+				}
+			}
+		})
+	}
+	for _, id := range eventIDs {
+		if ctx.Err() != nil || full() {
+			break
+		}
+		select {
+		case ids <- id:
+		case <-ctx.Done():
+		}
+	}
+	close(ids)
+	wg.Wait()
+	return int(n.Load())
 }

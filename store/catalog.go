@@ -155,6 +155,10 @@ WHERE e.starts_at >= $1
 	sqlEventsList = `SELECT ` + eventCols + ` FROM events e JOIN venues v ON v.id = e.venue_id` + eventFilterWhere + `
   AND ($5::timestamptz IS NULL OR (e.starts_at, e.id) > ($5, $6::uuid))
 ORDER BY e.starts_at, e.id LIMIT $7`
+	sqlWarmEventIDs = `SELECT id::text FROM events
+WHERE starts_at >= $1 AND cancelled_at IS NULL
+ORDER BY (sale_starts_at <= $1 AND (sale_ends_at IS NULL OR sale_ends_at > $1)) DESC, starts_at, id
+LIMIT $2`
 	sqlEventsCount = `SELECT count(*) FROM events e JOIN venues v ON v.id = e.venue_id` + eventFilterWhere
 
 	// Inventory of new events: one row per seat, capacity rows per GA section.
@@ -345,6 +349,18 @@ func (s *Store) EventsList(ctx context.Context, f EventFilter, after *EventCurso
 	}
 	args := append(filterArgs(f), at, id, limit)
 	return catalogRows[Event](ctx, s, "events list", sqlEventsList, args...)
+}
+
+// WarmEventIDs is the events an instance loads before it takes traffic
+// (app.Warm): those not cancelled and not yet started at now, the ones on
+// sale at now first, then soonest first; at most limit.
+func (s *Store) WarmEventIDs(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := s.db.Query(ctx, sqlWarmEventIDs, now, limit)
+	if err != nil {
+		return nil, wrap("warm event ids", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, wrap("warm event ids", err)
 }
 
 // EventsCount counts the events matching f.
