@@ -118,13 +118,20 @@ func retryable(err error) bool {
 	return false
 }
 
+// crowdSteps are the waiting room's calls, sent on Client.Crowd.
+var crowdSteps = map[string]bool{"joinQueue": true, "queueTicket": true, "leaveQueue": true}
+
 // do runs a GraphQL call as a step, retrying the same request (same
 // idempotency key) while the answer is unknown, up to tries times.
 func (b *buyer) do(ctx context.Context, step string, tries int, q string, vars map[string]any, out any) error {
 	var err error
 	for i := 0; i < tries && ctx.Err() == nil; i++ {
 		start := time.Now()
-		err = b.r.C.Do(ctx, b.token, q, vars, out)
+		if crowdSteps[step] {
+			err = b.r.C.DoCrowd(ctx, b.token, q, vars, out)
+		} else {
+			err = b.r.C.Do(ctx, b.token, q, vars, out)
+		}
 		b.r.S.Observe(step, start, err)
 		if !retryable(err) {
 			return err

@@ -41,22 +41,34 @@ func codeOf(err error) string {
 
 // Client talks to the API over HTTP, alternating between base URLs.
 type Client struct {
-	HTTP  *http.Client
+	HTTP *http.Client
+	// Crowd carries the waiting room's calls (DoCrowd: joinQueue,
+	// queueTicket, leaveQueue) on connections of their own. Every fan's
+	// phone has its own connection, so an admitted buyer's hold never
+	// waits on the client side behind other fans' joins; this process
+	// cannot open 20,000 connections (the file descriptor limit), so it
+	// keeps the two kinds of call from queueing behind each other in one
+	// pool instead. With one pool of 256 connections, (b)'s 20,000 joins
+	// in 5 s held the first holds in this process for 5-17 s, while the
+	// server timed them at 0.2-0.5 s (bench/RESULTS.md, 2026-12-05).
+	Crowd *http.Client
 	Bases []string
 	next  atomic.Uint64
 }
 
-// NewClient returns a client with a pooled transport and a per-request
-// timeout.
+// NewClient returns a client with two pooled transports (HTTP and Crowd)
+// and a per-request timeout.
 func NewClient(bases []string, timeout time.Duration) *Client {
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		MaxIdleConns:        1024,
-		MaxIdleConnsPerHost: 256,
-		MaxConnsPerHost:     256,
-		IdleConnTimeout:     60 * time.Second,
+	pool := func() *http.Client {
+		return &http.Client{Timeout: timeout, Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: 256,
+			MaxConnsPerHost:     256,
+			IdleConnTimeout:     60 * time.Second,
+		}}
 	}
-	return &Client{HTTP: &http.Client{Transport: tr, Timeout: timeout}, Bases: bases}
+	return &Client{HTTP: pool(), Crowd: pool(), Bases: bases}
 }
 
 // Base returns the next base URL (round robin).
@@ -64,6 +76,15 @@ func (c *Client) Base() string { return c.Bases[int(c.next.Add(1))%len(c.Bases)]
 
 // Do runs one GraphQL operation and decodes data into out.
 func (c *Client) Do(ctx context.Context, token, query string, vars map[string]any, out any) error {
+	return c.do(ctx, c.HTTP, token, query, vars, out)
+}
+
+// DoCrowd is Do on the waiting room's connections (Crowd).
+func (c *Client) DoCrowd(ctx context.Context, token, query string, vars map[string]any, out any) error {
+	return c.do(ctx, c.Crowd, token, query, vars, out)
+}
+
+func (c *Client) do(ctx context.Context, hc *http.Client, token, query string, vars map[string]any, out any) error {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base()+"/graphql", bytes.NewReader(body))
 	if err != nil {
@@ -73,7 +94,7 @@ func (c *Client) Do(ctx context.Context, token, query string, vars map[string]an
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := c.HTTP.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
