@@ -28,10 +28,10 @@ import (
 // like n `ticketing serve` processes; only the first runs the workers.
 func seatMapInstances(t *testing.T, n int) ([]*App, []*httptest.Server) {
 	t.Helper()
-	env := map[string]string{"DATABASE_URL": testdb.NewDatabase(t), "REDIS_URL": testdb.RedisURL()}
+	env := map[string]string{"DATABASE_URL": testdb.NewDatabase(t), "REDIS_URL": testdb.RedisURL(),
+		"SEATMAP_REDIS_PREFIX": testdb.RedisPrefix(t)}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
-	prefix := testdb.RedisPrefix(t)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var apps []*App
 	var srvs []*httptest.Server
@@ -40,8 +40,6 @@ func seatMapInstances(t *testing.T, n int) ([]*App, []*httptest.Server) {
 		a, err := New(context.Background(), cfg, log)
 		require.NoError(t, err)
 		t.Cleanup(a.Close)
-		a.initSeatMap(prefix)
-		a.Resolver.SeatMaps = a.SeatMap
 		srv := httptest.NewServer(a.Handler())
 		t.Cleanup(srv.Close)
 		apps, srvs = append(apps, a), append(srvs, srv)

@@ -219,21 +219,25 @@ func Load(getenv func(string) string) (Config, error) {
 	} else {
 		c.Introspection = DevSignInOn(c.JWTHS256Secret, c.PublicBaseURL, c.DevSignIn)
 	}
-	c.HoldLimitPerAddress = 40
-	if v := get("HOLD_LIMIT_PER_ADDRESS", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 1_000_000 {
-			return c, fmt.Errorf("config: HOLD_LIMIT_PER_ADDRESS: want a whole number from 0 (no cap) to 1000000, got %q", v)
-		}
-		c.HoldLimitPerAddress = n
+	// Whole numbers from 0 (what the hint says 0 means) to max.
+	c.HoldLimitPerAddress, c.WarmupEvents, c.WarmupTimeout = 40, 2000, 10*time.Second
+	numbers := []struct {
+		name string
+		dst  *int
+		max  int
+		zero string
+	}{
+		{"HOLD_LIMIT_PER_ADDRESS", &c.HoldLimitPerAddress, 1_000_000, "no cap"},
+		{"WARMUP_EVENTS", &c.WarmupEvents, 100_000, "off"},
 	}
-	c.WarmupEvents, c.WarmupTimeout = 2000, 10*time.Second
-	if v := get("WARMUP_EVENTS", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 100_000 {
-			return c, fmt.Errorf("config: WARMUP_EVENTS: want a whole number from 0 (off) to 100000, got %q", v)
+	for _, d := range numbers {
+		if v := get(d.name, ""); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > d.max {
+				return c, fmt.Errorf("config: %s: want a whole number from 0 (%s) to %d, got %q", d.name, d.zero, d.max, v)
+			}
+			*d.dst = n
 		}
-		c.WarmupEvents = n
 	}
 	durations := []struct {
 		name string

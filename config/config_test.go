@@ -107,6 +107,7 @@ func TestLoad(t *testing.T) {
 		{"RedisClusterAddrs", map[string]string{"REDIS_CLUSTER_ADDRS": "10.0.0.1"}, "REDIS_CLUSTER_ADDRS"},
 		{"SeatMapCoalesce", map[string]string{"SEATMAP_COALESCE": "fast"}, "SEATMAP_COALESCE"},
 		{"HoldsRedisTimeout", map[string]string{"HOLDS_REDIS_TIMEOUT": "11s"}, "HOLDS_REDIS_TIMEOUT"},
+		{"HoldLimitPerAddress", map[string]string{"HOLD_LIMIT_PER_ADDRESS": "many"}, "HOLD_LIMIT_PER_ADDRESS"},
 		{"WarmupEvents", map[string]string{"WARMUP_EVENTS": "-1"}, "WARMUP_EVENTS"},
 		{"WarmupTimeout", map[string]string{"WARMUP_TIMEOUT": "11m"}, "WARMUP_TIMEOUT"},
 		{"ReconcileAfter", map[string]string{"PAYMENTS_RECONCILE_AFTER": "-1s"}, "PAYMENTS_RECONCILE_AFTER"},

@@ -19,6 +19,7 @@ import (
 	"github.com/ticketing/ticketing/apperr"
 	"github.com/ticketing/ticketing/auth"
 	"github.com/ticketing/ticketing/holds"
+	"github.com/ticketing/ticketing/internal/metrictest"
 	"github.com/ticketing/ticketing/internal/testdb"
 	"github.com/ticketing/ticketing/seatmap"
 )
@@ -27,19 +28,7 @@ import (
 // for reason.
 func loads(t *testing.T, reg *prometheus.Registry, reason string) int {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "ticketing_seatmap_snapshot_loads_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == reason {
-				return int(m.GetCounter().GetValue())
-			}
-		}
-	}
-	return 0
+	return int(metrictest.Value(t, reg, "ticketing_seatmap_snapshot_loads_total", "reason", reason))
 }
 
 // streamVersions is the newest version per seat in the event's stream
@@ -225,11 +214,7 @@ func testProjectionFallsBackToPostgresWhenRelayIsBehind(t *testing.T, refresh ti
 		feedTrusted(t, b, svc)
 	}
 	b.hold(t, b.seats[0]) // no relay: the change stays in the outbox
-	require.Eventually(t, func() bool {
-		s, err = svc.Snapshot(ctx, b.eventID)
-		require.NoError(t, err)
-		return status(s, b.seats[0]) == "HELD"
-	}, 10*time.Second, 10*time.Millisecond)
+	b.eventuallyHeld(t, svc, "the hold seen")
 	require.Positive(t, loads(t, reg, "relay"))
 }
 
@@ -251,11 +236,7 @@ func TestProjectionWithRedisDown(t *testing.T) {
 	require.NoError(t, own.Close()) // Redis is gone for this instance
 	b.relay(t, b.service(t, seatmap.Config{}))
 	b.hold(t, b.seats[0])
-	require.Eventually(t, func() bool {
-		s, err = svc.Snapshot(ctx, b.eventID)
-		require.NoError(t, err)
-		return status(s, b.seats[0]) == "HELD"
-	}, 10*time.Second, 10*time.Millisecond)
+	b.eventuallyHeld(t, svc, "the hold seen")
 	require.Positive(t, loads(t, reg, "redis"))
 
 	down := seatmap.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), b.st, seatmap.Config{Prefix: b.prefix})
@@ -358,11 +339,7 @@ func TestProjectionOfAnUnchangedEventSkipsItsStream(t *testing.T) {
 	require.LessOrEqual(t, reads.n.Load()-before, int64(3), "stream reads for 10 snapshots of an unchanged event")
 
 	b.hold(t, b.seats[0])
-	require.Eventually(t, func() bool {
-		s, err := svc.Snapshot(ctx, b.eventID)
-		require.NoError(t, err)
-		return status(s, b.seats[0]) == "HELD"
-	}, 10*time.Second, 10*time.Millisecond, "a change after the projection stopped reading its stream")
+	b.eventuallyHeld(t, svc, "a change after the projection stopped reading its stream")
 	require.NoError(t, svc.Close())
 	require.NoError(t, svc.Close()) // the feed's reader is stopped once
 }
@@ -386,11 +363,7 @@ func TestProjectionSeesAChangeTheFeedLost(t *testing.T) {
 	// The feed lost: a new one names another event only.
 	require.NoError(t, b.rdb.Del(ctx, feed).Err())
 	require.NoError(t, b.rdb.XAdd(ctx, &redis.XAddArgs{Stream: feed, Values: []any{"e", uuid.NewString()}}).Err())
-	require.Eventually(t, func() bool {
-		s, err = svc.Snapshot(ctx, b.eventID)
-		require.NoError(t, err)
-		return status(s, b.seats[0]) == "HELD"
-	}, 10*time.Second, 10*time.Millisecond, "the change behind the gap (else seen only at the reload, a minute on)")
+	b.eventuallyHeld(t, svc, "the change behind the gap (else seen only at the reload, a minute on)")
 }
 
 // TestProjectionWithoutAFeedReadsItsStream: while the change feed does
@@ -412,11 +385,18 @@ func TestProjectionWithoutAFeedReadsItsStream(t *testing.T) {
 		time.Sleep(2 * refresh)
 	}
 	b.streamHeld(t, b.seats[0]) // as a relay without the feed publishes
+	b.eventuallyHeld(t, svc, "seen within Refresh, not at the reload a minute on")
+}
+
+// eventuallyHeld waits until svc's snapshot of the bundle's event shows
+// its first seat HELD.
+func (b *bundle) eventuallyHeld(t *testing.T, svc *seatmap.Service, why string) {
+	t.Helper()
 	require.Eventually(t, func() bool {
-		s, err := svc.Snapshot(ctx, b.eventID)
+		s, err := svc.Snapshot(context.Background(), b.eventID)
 		require.NoError(t, err)
 		return status(s, b.seats[0]) == "HELD"
-	}, 10*time.Second, 10*time.Millisecond, "seen within Refresh, not at the reload a minute on")
+	}, 10*time.Second, 10*time.Millisecond, why)
 }
 
 // feedTrusted waits until svc serves the bundle's event on the change

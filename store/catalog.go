@@ -157,7 +157,7 @@ WHERE e.starts_at >= $1
 ORDER BY e.starts_at, e.id LIMIT $7`
 	sqlWarmEventIDs = `SELECT id::text FROM events
 WHERE starts_at >= $1 AND cancelled_at IS NULL
-ORDER BY (sale_starts_at <= $1 AND (sale_ends_at IS NULL OR sale_ends_at > $1)) DESC, starts_at, id
+ORDER BY event_sale_open(sale_starts_at, sale_ends_at) DESC, starts_at, id
 LIMIT $2`
 	sqlEventsCount = `SELECT count(*) FROM events e JOIN venues v ON v.id = e.venue_id` + eventFilterWhere
 
@@ -353,7 +353,8 @@ func (s *Store) EventsList(ctx context.Context, f EventFilter, after *EventCurso
 
 // WarmEventIDs is the events an instance loads before it takes traffic
 // (app.Warm): those not cancelled and not yet started at now, the ones on
-// sale at now first, then soonest first; at most limit.
+// sale first (event_sale_open, as hold_create judges it), then soonest
+// first; at most limit.
 func (s *Store) WarmEventIDs(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	rows, err := s.db.Query(ctx, sqlWarmEventIDs, now, limit)
 	if err != nil {

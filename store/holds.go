@@ -61,7 +61,7 @@ type InventoryUnit struct {
 
 const sqlHoldEvent = `
 SELECT id::text, venue_id::text, max_tickets_per_user, hold_duration_seconds, queue_required,
-       sale_starts_at <= now() AND (sale_ends_at IS NULL OR now() < sale_ends_at),
+       event_sale_open(sale_starts_at, sale_ends_at),
        now() + make_interval(secs => hold_duration_seconds)
 FROM events WHERE id = $1`
 

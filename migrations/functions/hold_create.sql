@@ -124,7 +124,7 @@ BEGIN
     -- owner or hold_id (00014: they made every hold a non-HOT update).
     SELECT prev.id AS prev_id, prev.request_hash AS prev_hash, e.id IS NOT NULL AS event_found,
            e.max_tickets_per_user AS max_tickets, e.queue_required,
-           e.sale_starts_at <= now() AND (e.sale_ends_at IS NULL OR now() < e.sale_ends_at) AS sale_open,
+           event_sale_open(e.sale_starts_at, e.sale_ends_at) AS sale_open,
            now() + make_interval(secs => e.hold_duration_seconds) AS expires_at,
            (SELECT count(*)
             FROM holds h
